@@ -1,0 +1,63 @@
+#include "schedules/action.h"
+
+#include <array>
+#include <cctype>
+#include <limits>
+
+namespace pw {
+
+namespace {
+constexpr std::array<const char*, kNumActionTypes> kNames = {"F",      "B",      "I",      "W",
+                                                             "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+
+// Reads a run of decimal digits at text[*pos]; false if none or overflow.
+bool ReadNumber(std::string_view text, size_t* pos, int32_t* out) {
+  size_t start = *pos;
+  int64_t value = 0;
+  while (*pos < text.size() && std::isdigit(static_cast<unsigned char>(text[*pos]))) {
+    value = value * 10 + (text[*pos] - '0');
+    if (value > std::numeric_limits<int32_t>::max()) return false;
+    ++*pos;
+  }
+  if (*pos == start) return false;
+  *out = static_cast<int32_t>(value);
+  return true;
+}
+}  // namespace
+
+const char* ActionTypeName(ActionType type) { return kNames[static_cast<size_t>(type)]; }
+
+std::string Action::ToString() const {
+  return std::to_string(stage) + ActionTypeName(type) + std::to_string(microbatch);
+}
+
+StatusOr<Action> ParseAction(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
+  auto bad = [&](const char* why) {
+    return Status::InvalidArgument("bad action '" + std::string(text) + "': " + why +
+                                   " (expected <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><microbatch>, e.g. 2I0)");
+  };
+  if (text.empty()) return bad("empty");
+  Action action;
+  size_t pos = 0;
+  if (!ReadNumber(text, &pos, &action.stage)) return bad("no stage number");
+  // Longest type name that matches at pos, then the rest must be digits only.
+  int best = -1;
+  size_t best_len = 0;
+  for (int t = 0; t < kNumActionTypes; ++t) {
+    std::string_view name(kNames[t]);
+    if (text.substr(pos, name.size()) == name && name.size() > best_len) {
+      best = t;
+      best_len = name.size();
+    }
+  }
+  if (best < 0) return bad("unknown action type");
+  action.type = static_cast<ActionType>(best);
+  pos += best_len;
+  if (!ReadNumber(text, &pos, &action.microbatch)) return bad("no microbatch number");
+  if (pos != text.size()) return bad("trailing characters");
+  return action;
+}
+
+}  // namespace pw

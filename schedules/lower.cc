@@ -1,0 +1,138 @@
+#include "schedules/lower.h"
+
+#include <queue>
+#include <tuple>
+
+#include "schedules/simulate.h"
+#include "schedules/validate.h"
+
+namespace pw {
+
+namespace {
+
+// The cross-rank messages a compute action produces: (action to place on the
+// producer, action to place on the consumer, consumer's compute).
+struct Message {
+  Action send, recv, consumer;
+};
+
+// Messages produced by compute `a` (at most one: F sends forward, I/B backward).
+bool ProducedMessage(const Program& p, const Action& a, Message* msg) {
+  const int s = a.stage, mb = a.microbatch;
+  if (a.type == ActionType::kF && s + 1 < p.num_stages && p.stage_to_rank[s + 1] != p.stage_to_rank[s]) {
+    msg->send = MakeAction(s, ActionType::kSendF, mb);
+    msg->recv = MakeAction(s + 1, ActionType::kRecvF, mb);
+    msg->consumer = MakeAction(s + 1, ActionType::kF, mb);
+    return true;
+  }
+  if (IsInputBackward(a.type) && s > 0 && p.stage_to_rank[s - 1] != p.stage_to_rank[s]) {
+    msg->send = MakeAction(s, ActionType::kSendB, mb);
+    msg->recv = MakeAction(s - 1, ActionType::kRecvB, mb);
+    msg->consumer = MakeAction(s - 1, ActionType::kB, mb);  // B or I: resolved by position lookup
+    return true;
+  }
+  return false;
+}
+
+Program EmptyLike(const Program& p) {
+  Program out = p;
+  for (auto& r : out.ranks) {
+    r.clear();
+  }
+  return out;
+}
+
+StatusOr<Program> LowerJustInTime(const Program& p) {
+  Program out = EmptyLike(p);
+  for (int r = 0; r < p.pp_size; ++r) {
+    for (const Action& a : p.ranks[r]) {
+      const int s = a.stage, mb = a.microbatch;
+      if (a.type == ActionType::kF && s > 0 && p.stage_to_rank[s - 1] != r)
+        out.ranks[r].push_back(MakeAction(s, ActionType::kRecvF, mb));
+      if (IsInputBackward(a.type) && s + 1 < p.num_stages && p.stage_to_rank[s + 1] != r)
+        out.ranks[r].push_back(MakeAction(s, ActionType::kRecvB, mb));
+      out.ranks[r].push_back(a);
+      Message msg;
+      if (ProducedMessage(p, a, &msg)) out.ranks[r].push_back(msg.send);
+    }
+  }
+  return out;
+}
+
+StatusOr<Program> LowerGlobalOrder(const Program& p, const StageCosts& costs) {
+  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(p, costs));
+  const size_t sm = static_cast<size_t>(p.num_stages) * p.num_microbatches;
+  // Position of the consumers: index of F and of I/B per (stage, mb).
+  std::vector<int> f_pos(sm, -1), bwd_pos(sm, -1);
+  for (int r = 0; r < p.pp_size; ++r)
+    for (size_t i = 0; i < p.ranks[r].size(); ++i) {
+      const Action& a = p.ranks[r][i];
+      size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
+      if (a.type == ActionType::kF) f_pos[k] = static_cast<int>(i);
+      if (IsInputBackward(a.type)) bwd_pos[k] = static_cast<int>(i);
+    }
+  // Kahn's algorithm over: compute (r, i) -> (r, i+1); producer -> message;
+  // message -> consumer. Priority (time, kind, rank, index): messages (kind 0)
+  // at their producer's end, computes (kind 1) at their simulated start.
+  using Node = std::tuple<double, int, int, int>;  // time, kind, rank, index (of producer for kind 0)
+  std::priority_queue<Node, std::vector<Node>, std::greater<Node>> ready;
+  std::vector<std::vector<int>> waiting(p.pp_size);  // unmet message inputs per compute
+  for (int r = 0; r < p.pp_size; ++r) waiting[r].assign(p.ranks[r].size(), 0);
+  for (int r = 0; r < p.pp_size; ++r)
+    for (const Action& a : p.ranks[r]) {
+      Message msg;
+      if (!ProducedMessage(p, a, &msg)) continue;
+      size_t k = static_cast<size_t>(msg.consumer.stage) * p.num_microbatches + msg.consumer.microbatch;
+      int pos = msg.consumer.type == ActionType::kF ? f_pos[k] : bwd_pos[k];
+      waiting[p.stage_to_rank[msg.consumer.stage]][pos]++;
+    }
+  std::vector<size_t> next(p.pp_size, 0);
+  std::vector<bool> queued(p.pp_size, false);
+  auto try_queue = [&](int r) {
+    if (queued[r] || next[r] >= p.ranks[r].size() || waiting[r][next[r]] > 0) return;
+    queued[r] = true;
+    ready.emplace(sim.timing[r][next[r]].start, 1, r, static_cast<int>(next[r]));
+  };
+  for (int r = 0; r < p.pp_size; ++r) try_queue(r);
+  Program out = EmptyLike(p);
+  size_t emitted = 0;
+  while (!ready.empty()) {
+    auto [time, kind, r, i] = ready.top();
+    ready.pop();
+    const Action& a = p.ranks[r][i];
+    Message msg;
+    if (kind == 1) {
+      out.ranks[r].push_back(a);
+      ++emitted;
+      queued[r] = false;
+      ++next[r];
+      if (ProducedMessage(p, a, &msg)) ready.emplace(sim.timing[r][i].end, 0, r, i);
+      try_queue(r);
+    } else {
+      ProducedMessage(p, a, &msg);
+      int q = p.stage_to_rank[msg.consumer.stage];
+      out.ranks[r].push_back(msg.send);
+      out.ranks[q].push_back(msg.recv);
+      size_t k = static_cast<size_t>(msg.consumer.stage) * p.num_microbatches + msg.consumer.microbatch;
+      int pos = msg.consumer.type == ActionType::kF ? f_pos[k] : bwd_pos[k];
+      waiting[q][pos]--;
+      try_queue(q);
+    }
+  }
+  if (emitted != p.NumActions())
+    return Status::Internal("lowering emitted " + std::to_string(emitted) + " of " +
+                            std::to_string(p.NumActions()) + " compute actions");
+  return out;
+}
+
+}  // namespace
+
+StatusOr<Program> AddSendRecv(const Program& p, const StageCosts& costs, LoweringStyle style) {
+  if (p.HasComms())
+    return Status::InvalidArgument("lowering needs a compute-only program, but it already holds SEND/RECV actions");
+  PW_RETURN_IF_ERROR(ValidateComputeOrder(p));
+  if (style == LoweringStyle::kJustInTime) return LowerJustInTime(p);
+  return LowerGlobalOrder(p, costs);
+}
+
+}  // namespace pw

@@ -1,0 +1,316 @@
+#include "schedules/simulate.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <unordered_map>
+
+namespace pw {
+
+namespace {
+
+constexpr double kNotDone = -1.0;
+enum Dir { kFwd = 0, kBwd = 1 };
+
+struct SentMessage {
+  int stage;       // sending stage
+  int microbatch;
+  double arrival;  // post time + message time
+};
+
+// Simulation state shared by the per-rank advance loop.
+class Engine {
+ public:
+  Engine(const Program& p, const StageCosts& c) : p_(p), c_(c), lowered_(p.HasComms()) {
+    size_t sm = static_cast<size_t>(p.num_stages) * p.num_microbatches;
+    f_end_.assign(sm, kNotDone);
+    bwd_end_.assign(sm, kNotDone);
+    i_done_.assign(sm, false);
+    if (lowered_) recv_slot_.assign(sm * 2, -1);
+    pos_.assign(p.pp_size, 0);
+    free_.assign(p.pp_size, 0.0);
+    mem_.assign(p.pp_size, 0);
+    result_.timing.resize(p.pp_size);
+    result_.per_rank.resize(p.pp_size);
+    for (int r = 0; r < p.pp_size; ++r) result_.timing[r].resize(p.ranks[r].size());
+    for (int s = 0; s < p.num_stages; ++s) mem_[p.stage_to_rank[s]] += c.memory[s].static_bytes;
+    for (int r = 0; r < p.pp_size; ++r) {
+      result_.per_rank[r].start_memory_bytes = mem_[r];
+      result_.per_rank[r].peak_memory_bytes = mem_[r];
+      result_.per_rank[r].first_compute_start_s = std::numeric_limits<double>::infinity();
+    }
+  }
+
+  StatusOr<SimResult> Run() {
+    std::deque<int> work;
+    for (int r = 0; r < p_.pp_size; ++r) work.push_back(r);
+    while (!work.empty()) {
+      int r = work.front();
+      work.pop_front();
+      Status st = Advance(r, &work);
+      if (!st.ok()) return st;
+    }
+    return Finish();
+  }
+
+ private:
+  size_t Key(int stage, int mb) const { return static_cast<size_t>(stage) * p_.num_microbatches + mb; }
+  int RankOf(int stage) const { return p_.stage_to_rank[stage]; }
+
+  int Channel(int src, int dst, int dir) {
+    int64_t key = (static_cast<int64_t>(src) * p_.pp_size + dst) * 2 + dir;
+    auto it = channel_of_.find(key);
+    if (it != channel_of_.end()) return it->second;
+    int id = static_cast<int>(sends_.size());
+    channel_of_.emplace(key, id);
+    sends_.emplace_back();
+    recv_count_.push_back(0);
+    return id;
+  }
+
+  Status Error(int r, const std::string& why) const {
+    const Action& a = p_.ranks[r][pos_[r]];
+    return Status::InvalidArgument("rank " + std::to_string(r) + ", action " + std::to_string(pos_[r]) + " '" +
+                                   a.ToString() + "': " + why + "\n" + FormatGrid(p_, {{r, static_cast<int>(pos_[r])}}));
+  }
+
+  // Waits for a message (lowered program) or a remote producer (compute-only).
+  // Returns true and sets *arrival if available; false after registering r.
+  // On a protocol error returns true with *err set.
+  bool Incoming(int r, int stage, int mb, Dir dir, double* arrival, Status* err) {
+    int producer_stage = dir == kFwd ? stage - 1 : stage + 1;
+    if (!lowered_) {
+      size_t k = Key(producer_stage, mb);
+      double end = dir == kFwd ? f_end_[k] : bwd_end_[k];
+      if (end == kNotDone) {
+        waiting_[WaitKey(0, k, dir)] = r;
+        waiting_on_[r] = (dir == kFwd ? "forward output of stage " : "input gradient from stage ") +
+                         std::to_string(producer_stage) + " microbatch " + std::to_string(mb);
+        return false;
+      }
+      const StageMemory& m = c_.memory[producer_stage];
+      *arrival = end + c_.comm.MessageSeconds(dir == kFwd ? m.send_forward : m.send_backward);
+      return true;
+    }
+    int64_t slot = recv_slot_[Key(stage, mb) * 2 + dir];
+    if (slot < 0) {
+      *err = Error(r, std::string("computing before receiving its input: no ") +
+                          (dir == kFwd ? "RECV_F" : "RECV_B") + " for stage " + std::to_string(stage) +
+                          " microbatch " + std::to_string(mb) + " earlier on this rank");
+      return true;
+    }
+    int c = static_cast<int>(slot >> 32);
+    size_t k = static_cast<size_t>(slot & 0xffffffff);
+    if (sends_[c].size() <= k) {
+      waiting_[WaitKey(1, c, k)] = r;
+      waiting_on_[r] = std::string(dir == kFwd ? "RECV_F" : "RECV_B") + " of stage " + std::to_string(stage) +
+                       " microbatch " + std::to_string(mb) + " (no matching SEND from rank " +
+                       std::to_string(RankOf(producer_stage)) + " yet)";
+      return false;
+    }
+    const SentMessage& msg = sends_[c][k];
+    if (msg.stage != producer_stage || msg.microbatch != mb) {
+      *err = Error(r, "FIFO mismatch: message " + std::to_string(k) + " on the channel from rank " +
+                          std::to_string(RankOf(producer_stage)) + " carries stage " + std::to_string(msg.stage) +
+                          " microbatch " + std::to_string(msg.microbatch) + " but this rank expects stage " +
+                          std::to_string(producer_stage) + " microbatch " + std::to_string(mb));
+      return true;
+    }
+    *arrival = msg.arrival;
+    return true;
+  }
+
+  static int64_t WaitKey(int kind, size_t a, size_t b) {
+    return (static_cast<int64_t>(kind) << 62) ^ (static_cast<int64_t>(a) << 21) ^ static_cast<int64_t>(b);
+  }
+
+  void Wake(int64_t key, std::deque<int>* work) {
+    auto it = waiting_.find(key);
+    if (it == waiting_.end()) return;
+    work->push_back(it->second);
+    waiting_.erase(it);
+  }
+
+  Status Advance(int r, std::deque<int>* work) {
+    const auto& list = p_.ranks[r];
+    waiting_on_.erase(r);
+    while (pos_[r] < list.size()) {
+      const Action& a = list[pos_[r]];
+      const int s = a.stage, mb = a.microbatch;
+      const size_t k = Key(s, mb);
+      ActionTiming& t = result_.timing[r][pos_[r]];
+      switch (a.type) {
+        case ActionType::kSendF:
+        case ActionType::kSendB: {
+          bool fwd = a.type == ActionType::kSendF;
+          int peer_stage = fwd ? s + 1 : s - 1;
+          if (peer_stage < 0 || peer_stage >= p_.num_stages)
+            return Error(r, std::string("stage ") + std::to_string(s) + " has no " + (fwd ? "next" : "previous") +
+                                " stage to send to");
+          if (RankOf(peer_stage) == r)
+            return Error(r, "stages " + std::to_string(s) + " and " + std::to_string(peer_stage) +
+                                " share rank " + std::to_string(r) + ": no SEND/RECV between them");
+          double produced = fwd ? f_end_[k] : bwd_end_[k];
+          if (produced == kNotDone)
+            return Error(r, std::string("SEND before the ") + (fwd ? "F" : "I/B") + " that produces its tensor");
+          int c = Channel(r, RankOf(peer_stage), fwd ? kFwd : kBwd);
+          const StageMemory& m = c_.memory[s];
+          sends_[c].push_back({s, mb, free_[r] + c_.comm.MessageSeconds(fwd ? m.send_forward : m.send_backward)});
+          t.start = t.end = free_[r];
+          Wake(WaitKey(1, c, sends_[c].size() - 1), work);
+          break;
+        }
+        case ActionType::kRecvF:
+        case ActionType::kRecvB: {
+          bool fwd = a.type == ActionType::kRecvF;
+          int peer_stage = fwd ? s - 1 : s + 1;
+          if (peer_stage < 0 || peer_stage >= p_.num_stages)
+            return Error(r, std::string("stage ") + std::to_string(s) + " has no " + (fwd ? "previous" : "next") +
+                                " stage to receive from");
+          if (RankOf(peer_stage) == r)
+            return Error(r, "stages " + std::to_string(s) + " and " + std::to_string(peer_stage) +
+                                " share rank " + std::to_string(r) + ": no SEND/RECV between them");
+          int c = Channel(RankOf(peer_stage), r, fwd ? kFwd : kBwd);
+          int64_t& slot = recv_slot_[k * 2 + (fwd ? kFwd : kBwd)];
+          if (slot >= 0) return Error(r, "received twice");
+          slot = (static_cast<int64_t>(c) << 32) | static_cast<int64_t>(recv_count_[c]++);
+          t.start = t.end = free_[r];
+          break;
+        }
+        case ActionType::kF: {
+          if (f_end_[k] != kNotDone) return Error(r, "forward computed twice");
+          double ready = free_[r];
+          if (s > 0) {
+            if (RankOf(s - 1) == r) {
+              if (f_end_[Key(s - 1, mb)] == kNotDone)
+                return Error(r, "needs " + MakeAction(s - 1, ActionType::kF, mb).ToString() +
+                                    " of the same rank, which has not run before it");
+              ready = std::max(ready, f_end_[Key(s - 1, mb)]);
+            } else {
+              double arrival = 0;
+              Status err;
+              if (!Incoming(r, s, mb, kFwd, &arrival, &err)) return Status::Ok();
+              if (!err.ok()) return err;
+              ready = std::max(ready, arrival);
+            }
+          }
+          double end = ready + c_.stages[s].f;
+          Compute(r, t, ready, end, c_.memory[s].activation);
+          f_end_[k] = end;
+          if (!lowered_ && s + 1 < p_.num_stages) Wake(WaitKey(0, k, kFwd), work);
+          break;
+        }
+        case ActionType::kB:
+        case ActionType::kI: {
+          bool full = a.type == ActionType::kB;
+          if (bwd_end_[k] != kNotDone) return Error(r, "input-gradient backward computed twice");
+          if (f_end_[k] == kNotDone)
+            return Error(r, "backward before its forward " + MakeAction(s, ActionType::kF, mb).ToString());
+          double ready = free_[r];
+          if (s + 1 < p_.num_stages) {
+            if (RankOf(s + 1) == r) {
+              if (bwd_end_[Key(s + 1, mb)] == kNotDone)
+                return Error(r, "needs the input gradient of stage " + std::to_string(s + 1) + " microbatch " +
+                                    std::to_string(mb) + " (same rank), which has not been computed before it");
+              ready = std::max(ready, bwd_end_[Key(s + 1, mb)]);
+            } else {
+              double arrival = 0;
+              Status err;
+              if (!Incoming(r, s, mb, kBwd, &arrival, &err)) return Status::Ok();
+              if (!err.ok()) return err;
+              ready = std::max(ready, arrival);
+            }
+          }
+          const StageMemory& m = c_.memory[s];
+          double end = ready + (full ? c_.stages[s].B() : c_.stages[s].i);
+          Compute(r, t, ready, end, full ? -m.activation : m.wstash - m.activation);
+          bwd_end_[k] = end;
+          i_done_[k] = !full;
+          if (!lowered_ && s > 0) Wake(WaitKey(0, k, kBwd), work);
+          break;
+        }
+        case ActionType::kW: {
+          if (!i_done_[k])
+            return Error(r, "weight-gradient pass before its " + MakeAction(s, ActionType::kI, mb).ToString());
+          i_done_[k] = false;  // a second W for the same (stage, microbatch) is an error
+          double ready = free_[r];
+          Compute(r, t, ready, ready + c_.stages[s].w, -c_.memory[s].wstash);
+          break;
+        }
+      }
+      ++pos_[r];
+    }
+    return Status::Ok();
+  }
+
+  void Compute(int r, ActionTiming& t, double start, double end, int64_t mem_delta) {
+    t.start = start;
+    t.end = end;
+    free_[r] = end;
+    RankResult& rr = result_.per_rank[r];
+    rr.busy_s += end - start;
+    rr.first_compute_start_s = std::min(rr.first_compute_start_s, start);
+    rr.last_compute_end_s = std::max(rr.last_compute_end_s, end);
+    mem_[r] += mem_delta;
+    rr.peak_memory_bytes = std::max(rr.peak_memory_bytes, mem_[r]);
+    rr.memory.push_back({end, mem_[r]});
+  }
+
+  StatusOr<SimResult> Finish() {
+    std::vector<GridMark> marks;
+    std::string why;
+    for (int r = 0; r < p_.pp_size; ++r) {
+      if (pos_[r] < p_.ranks[r].size()) {
+        marks.push_back({r, static_cast<int>(pos_[r])});
+        why += "\n  rank " + std::to_string(r) + " is stuck at action " + std::to_string(pos_[r]) + " '" +
+               p_.ranks[r][pos_[r]].ToString() + "' waiting for " + waiting_on_[r];
+      }
+    }
+    if (!marks.empty())
+      return Status::InvalidArgument("deadlock: no rank can make progress" + why + "\n" + FormatGrid(p_, marks));
+    double sum_busy = 0;
+    for (int r = 0; r < p_.pp_size; ++r) {
+      RankResult& rr = result_.per_rank[r];
+      rr.end_memory_bytes = mem_[r];
+      if (rr.first_compute_start_s == std::numeric_limits<double>::infinity()) rr.first_compute_start_s = 0;
+      sum_busy += rr.busy_s;
+      for (const ActionTiming& t : result_.timing[r]) result_.makespan_s = std::max(result_.makespan_s, t.end);
+      result_.steady_step_s = std::max(result_.steady_step_s, rr.last_compute_end_s - rr.first_compute_start_s);
+    }
+    double total = p_.pp_size * result_.makespan_s;
+    result_.bubble_ratio = total > 0 ? 1.0 - sum_busy / total : 0.0;
+    result_.bubble_overhead = sum_busy > 0 ? (total - sum_busy) / sum_busy : 0.0;
+    return std::move(result_);
+  }
+
+  const Program& p_;
+  const StageCosts& c_;
+  const bool lowered_;
+  std::vector<double> f_end_, bwd_end_;
+  std::vector<bool> i_done_;
+  std::vector<int64_t> recv_slot_;  // (channel << 32 | k) per (stage, mb, dir)
+  std::unordered_map<int64_t, int> channel_of_;
+  std::vector<std::vector<SentMessage>> sends_;
+  std::vector<size_t> recv_count_;
+  std::unordered_map<int64_t, int> waiting_;        // wait key -> blocked rank
+  std::unordered_map<int, std::string> waiting_on_; // rank -> what it waits for
+  std::vector<size_t> pos_;
+  std::vector<double> free_;
+  std::vector<int64_t> mem_;
+  SimResult result_;
+};
+
+}  // namespace
+
+StatusOr<SimResult> Simulate(const Program& program, const StageCosts& costs) {
+  PW_RETURN_IF_ERROR(CheckProgramShape(program));
+  if (static_cast<int>(costs.stages.size()) != program.num_stages ||
+      static_cast<int>(costs.memory.size()) != program.num_stages)
+    return Status::InvalidArgument("costs describe " + std::to_string(costs.stages.size()) + " stages (memory " +
+                                   std::to_string(costs.memory.size()) + ") but the program has " +
+                                   std::to_string(program.num_stages));
+  Engine engine(program, costs);
+  return engine.Run();
+}
+
+}  // namespace pw

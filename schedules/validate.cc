@@ -1,0 +1,187 @@
+#include "schedules/validate.h"
+
+#include <deque>
+#include <map>
+#include <unordered_map>
+
+#include "schedules/simulate.h"
+
+namespace pw {
+
+namespace {
+
+std::string Where(const Program& p, int r, size_t i) {
+  return "rank " + std::to_string(r) + ", action " + std::to_string(i) + " '" + p.ranks[r][i].ToString() + "'";
+}
+
+}  // namespace
+
+Status ValidateComputeOrder(const Program& p) {
+  PW_RETURN_IF_ERROR(CheckProgramShape(p));
+  const size_t sm = static_cast<size_t>(p.num_stages) * p.num_microbatches;
+  // Per (stage, mb): counts and the position of each pass, for the grid.
+  std::vector<int> nf(sm, 0), nb(sm, 0), ni(sm, 0), nw(sm, 0);
+  for (int r = 0; r < p.pp_size; ++r) {
+    for (size_t i = 0; i < p.ranks[r].size(); ++i) {
+      const Action& a = p.ranks[r][i];
+      size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
+      auto fail = [&](const std::string& why) {
+        return Status::InvalidArgument(Where(p, r, i) + ": " + why + "\n" + FormatGrid(p, {{r, int(i)}}));
+      };
+      switch (a.type) {
+        case ActionType::kF:
+          if (nf[k]++) return fail("a second forward of this stage and microbatch");
+          break;
+        case ActionType::kB:
+          if (!nf[k]) return fail("backward before its forward");
+          if (nb[k] || ni[k]) return fail("a second backward of this stage and microbatch");
+          nb[k]++;
+          break;
+        case ActionType::kI:
+          if (!nf[k]) return fail("input-gradient pass before its forward");
+          if (nb[k] || ni[k]) return fail("a second backward of this stage and microbatch");
+          ni[k]++;
+          break;
+        case ActionType::kW:
+          if (!ni[k]) return fail("weight-gradient pass before its input-gradient pass (I)");
+          if (nw[k]++) return fail("a second weight-gradient pass of this stage and microbatch");
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  for (int s = 0; s < p.num_stages; ++s) {
+    for (int mb = 0; mb < p.num_microbatches; ++mb) {
+      size_t k = static_cast<size_t>(s) * p.num_microbatches + mb;
+      std::string what;
+      if (!nf[k]) what = "no forward (F)";
+      else if (!nb[k] && !ni[k]) what = "no backward (B, or I and W)";
+      else if (ni[k] && !nw[k]) what = "an I but no W";
+      if (!what.empty())
+        return Status::InvalidArgument("stage " + std::to_string(s) + " microbatch " + std::to_string(mb) +
+                                       " (rank " + std::to_string(p.stage_to_rank[s]) + ") has " + what + "\n" +
+                                       FormatGrid(p, {{p.stage_to_rank[s], int(p.ranks[p.stage_to_rank[s]].size())}}));
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckRendezvous(const Program& p) {
+  PW_RETURN_IF_ERROR(CheckProgramShape(p));
+  // Channel of a comm action and its FIFO index on that channel.
+  std::map<std::tuple<int, int, int>, int> channel_id;
+  std::vector<std::vector<std::pair<int, int>>> slot(p.pp_size);  // per action: (channel, k) or (-1,-1)
+  std::vector<int> sent, received;
+  for (int r = 0; r < p.pp_size; ++r) {
+    slot[r].assign(p.ranks[r].size(), {-1, -1});
+    for (size_t i = 0; i < p.ranks[r].size(); ++i) {
+      const Action& a = p.ranks[r][i];
+      if (!IsComm(a.type)) continue;
+      bool fwd = a.type == ActionType::kSendF || a.type == ActionType::kRecvF;
+      int peer_stage = (a.type == ActionType::kSendF || a.type == ActionType::kRecvB) ? a.stage + 1 : a.stage - 1;
+      if (peer_stage < 0 || peer_stage >= p.num_stages)
+        return Status::InvalidArgument(Where(p, r, i) + ": no peer stage\n" + FormatGrid(p, {{r, int(i)}}));
+      int peer = p.stage_to_rank[peer_stage];
+      auto key = IsSend(a.type) ? std::make_tuple(r, peer, int(fwd)) : std::make_tuple(peer, r, int(fwd));
+      auto it = channel_id.emplace(key, static_cast<int>(sent.size())).first;
+      if (it->second == static_cast<int>(sent.size())) {
+        sent.push_back(0);
+        received.push_back(0);
+      }
+      int c = it->second;
+      slot[r][i] = {c, IsSend(a.type) ? sent[c]++ : received[c]++};
+    }
+  }
+  // Ranks parked at a rendezvous point: (channel, k, is_send) -> rank.
+  std::map<std::tuple<int, int, bool>, int> parked;
+  std::vector<size_t> pos(p.pp_size, 0);
+  std::deque<int> work;
+  for (int r = 0; r < p.pp_size; ++r) work.push_back(r);
+  while (!work.empty()) {
+    int r = work.front();
+    work.pop_front();
+    while (pos[r] < p.ranks[r].size()) {
+      const Action& a = p.ranks[r][pos[r]];
+      if (!IsComm(a.type)) {
+        ++pos[r];
+        continue;
+      }
+      auto [c, k] = slot[r][pos[r]];
+      bool send = IsSend(a.type);
+      auto peer = parked.find({c, k, !send});
+      if (peer == parked.end()) {
+        parked[{c, k, send}] = r;
+        break;
+      }
+      int q = peer->second;
+      parked.erase(peer);
+      ++pos[q];
+      ++pos[r];
+      work.push_back(q);
+    }
+  }
+  std::vector<GridMark> marks;
+  std::string why;
+  for (int r = 0; r < p.pp_size; ++r) {
+    if (pos[r] < p.ranks[r].size()) {
+      marks.push_back({r, static_cast<int>(pos[r])});
+      why += "\n  rank " + std::to_string(r) + " blocks in '" + p.ranks[r][pos[r]].ToString() +
+             "' (action " + std::to_string(pos[r]) + ") until its peer reaches the matching operation";
+    }
+  }
+  if (!marks.empty())
+    return Status::InvalidArgument(
+        "deadlock under rendezvous semantics (every SEND/RECV blocks until its peer arrives, as unbuffered NCCL "
+        "operations on one stream):" +
+        why + "\n" + FormatGrid(p, marks));
+  return Status::Ok();
+}
+
+Status ValidateProgram(const Program& p, const ValidateOptions& options) {
+  PW_RETURN_IF_ERROR(ValidateComputeOrder(p));
+  if (p.HasComms()) {
+    // Exactly one SEND and one RECV for each cross-rank dependency.
+    const size_t sm = static_cast<size_t>(p.num_stages) * p.num_microbatches;
+    std::vector<int> count(sm * 4, 0);  // [k*4 + {SEND_F, RECV_F, SEND_B, RECV_B}]
+    for (int r = 0; r < p.pp_size; ++r)
+      for (const Action& a : p.ranks[r]) {
+        size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
+        switch (a.type) {
+          case ActionType::kSendF: count[k * 4 + 0]++; break;
+          case ActionType::kRecvF: count[k * 4 + 1]++; break;
+          case ActionType::kSendB: count[k * 4 + 2]++; break;
+          case ActionType::kRecvB: count[k * 4 + 3]++; break;
+          default: break;
+        }
+      }
+    for (int s = 0; s < p.num_stages; ++s)
+      for (int mb = 0; mb < p.num_microbatches; ++mb) {
+        size_t k = static_cast<size_t>(s) * p.num_microbatches + mb;
+        bool next_remote = s + 1 < p.num_stages && p.stage_to_rank[s + 1] != p.stage_to_rank[s];
+        bool prev_remote = s > 0 && p.stage_to_rank[s - 1] != p.stage_to_rank[s];
+        const int want[4] = {next_remote, prev_remote, prev_remote, next_remote};
+        const char* names[4] = {"SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+        for (int t = 0; t < 4; ++t)
+          if (count[k * 4 + t] != want[t])
+            return Status::InvalidArgument(
+                "stage " + std::to_string(s) + " microbatch " + std::to_string(mb) + " (rank " +
+                std::to_string(p.stage_to_rank[s]) + ") has " + std::to_string(count[k * 4 + t]) + " " +
+                names[t] + " action(s), expected " + std::to_string(want[t]) +
+                (want[t] ? "" : " (the peer stage is on the same rank or does not exist)"));
+      }
+  }
+  auto sim = Simulate(p, UniformCosts(p.num_stages));
+  if (!sim.ok()) return sim.status();
+  for (int r = 0; r < p.pp_size; ++r) {
+    const RankResult& rr = sim->per_rank[r];
+    if (rr.end_memory_bytes != rr.start_memory_bytes)
+      return Status::Internal("rank " + std::to_string(r) + "'s memory walk ends at " +
+                              std::to_string(rr.end_memory_bytes) + " but began at " +
+                              std::to_string(rr.start_memory_bytes));
+  }
+  if (options.rendezvous && p.HasComms()) PW_RETURN_IF_ERROR(CheckRendezvous(p));
+  return Status::Ok();
+}
+
+}  // namespace pw

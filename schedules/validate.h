@@ -1,0 +1,38 @@
+// The validator: the one place that decides whether a program is a correct
+// pipeline schedule (PLAN_FORMAT.md, rules 1-6b). Every failure names the rank
+// and index of the first offending action and shows the schedule grid with
+// that step marked "<-- ERROR HERE".
+#pragma once
+
+#include "schedules/costs.h"
+#include "schedules/program.h"
+#include "schedules/status.h"
+
+namespace pw {
+
+// Completeness and per-rank order of the compute actions (SEND/RECV ignored):
+// each (stage, microbatch) has exactly one F and either one B or one I and
+// one W, all on the rank that holds the stage, in the order F < I/B < W.
+// Returns InvalidArgument naming the stage and microbatch (and the grid).
+Status ValidateComputeOrder(const Program& program);
+
+// Strict "rendezvous" check (rule 6b): every SEND and RECV blocks, in list
+// order, until the peer reaches the matching operation (the k-th SEND and
+// k-th RECV of a channel = ordered rank pair + direction). Returns
+// InvalidArgument "deadlock under rendezvous semantics" with every stuck rank
+// marked. A compute-only program passes trivially.
+Status CheckRendezvous(const Program& program);
+
+struct ValidateOptions {
+  // Also require rule 6b for lowered programs. Imported plans that fail only
+  // this may still run on executors that post receives early.
+  bool rendezvous = true;
+};
+
+// Full validation: shape, ValidateComputeOrder, for a lowered program exactly
+// one SEND and one RECV per cross-rank dependency, then a simulation with unit
+// costs (rules 1-6: progress, pairing, FIFO, RECV before its consumer), then
+// CheckRendezvous if asked.
+Status ValidateProgram(const Program& program, const ValidateOptions& options = {});
+
+}  // namespace pw

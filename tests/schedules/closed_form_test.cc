@@ -1,0 +1,62 @@
+// Closed forms with unit costs (F = I = W = 1, B = 2, comm 0), many (P, m).
+#include <gtest/gtest.h>
+
+#include "tests/testing/schedule_util.h"
+
+namespace pw::testing {
+namespace {
+
+TEST(ClosedForm, GPipeAnd1F1BMakespan) {
+  for (const char* name : {"gpipe", "1f1b"}) {
+    for (int P = 1; P <= 8; ++P) {
+      for (int m = 1; m <= 24; ++m) {
+        auto pl = RunPipeline(name, P, m);
+        ASSERT_TRUE(pl.ok()) << name << " P=" << P << " m=" << m << ": " << pl.status().ToString();
+        EXPECT_DOUBLE_EQ(pl->sim.makespan_s, 3.0 * (m + P - 1)) << name << " P=" << P << " m=" << m;
+        EXPECT_NEAR(pl->sim.bubble_ratio, double(P - 1) / (m + P - 1), 1e-12) << name << " P=" << P << " m=" << m;
+        for (int r = 0; r < P; ++r) {
+          int64_t want = std::string(name) == "gpipe" ? m : std::min(P - r, m);
+          EXPECT_EQ(pl->sim.per_rank[r].peak_memory_bytes, want) << name << " P=" << P << " m=" << m << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(ClosedForm, InterleavedMakespanWhenMAtLeastP) {
+  double worst = 0;
+  for (int v = 2; v <= 4; ++v)
+    for (int P = 2; P <= 8; ++P)
+      for (int m = P; m <= 4 * P; m += P) {
+        auto pl = RunPipeline("interleaved-1f1b", P, m, v, CostsPerRankUnit(P * v, v));
+        ASSERT_TRUE(pl.ok()) << "P=" << P << " m=" << m << " v=" << v << ": " << pl.status().ToString();
+        double want = 3.0 * m + 3.0 * (P - 1) / v;
+        worst = std::max(worst, std::abs(pl->sim.makespan_s - want));
+        EXPECT_NEAR(pl->sim.makespan_s, want, 1e-9) << "P=" << P << " m=" << m << " v=" << v;
+      }
+  std::printf("interleaved closed form: worst |makespan - (3m + 3(P-1)/v)| = %.3g\n", worst);
+}
+
+TEST(ClosedForm, InterleavedWithOneStagePerRankIs1F1B) {
+  auto a = RunPipeline("interleaved-1f1b", 4, 8, 1);
+  auto b = RunPipeline("1f1b", 4, 8, 1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->compute.ranks.size(), b->compute.ranks.size());
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(a->compute.ranks[r], b->compute.ranks[r]) << "rank " << r;
+  EXPECT_EQ(a->sim.per_rank[0].peak_memory_bytes, 4);
+}
+
+TEST(ClosedForm, FewerMicrobatchesThanStages) {
+  for (const char* name : {"1f1b", "interleaved-1f1b"})
+    for (int m = 1; m <= 3; ++m) {
+      auto pl = RunPipeline(name, 4, m);
+      ASSERT_TRUE(pl.ok()) << name << " m=" << m << ": " << pl.status().ToString();
+      if (std::string(name) == "1f1b") EXPECT_DOUBLE_EQ(pl->sim.makespan_s, 3.0 * (m + 3));
+    }
+  auto p8 = RunPipeline("1f1b", 8, 1);
+  ASSERT_TRUE(p8.ok());
+  EXPECT_DOUBLE_EQ(p8->sim.makespan_s, 24.0);
+}
+
+}  // namespace
+}  // namespace pw::testing
