@@ -1,0 +1,147 @@
+// `pipewright schedule`: generate one schedule family for (P, m, v), lower,
+// validate, simulate, and print it (ascii summary + grid), export it as a
+// PyTorch CSV, or write a full plan file (JSON).
+#include <cstdio>
+#include <sstream>
+
+#include "launch/commands.h"
+#include "launch/summary.h"
+#include "schedules/csv.h"
+#include "schedules/lower.h"
+#include "schedules/plan.h"
+#include "schedules/registry.h"
+#include "schedules/simulate.h"
+#include "schedules/validate.h"
+
+namespace pw::cli {
+
+namespace {
+
+struct ScheduleOptions {
+  std::string schedule;
+  int pp = 0;
+  int num_microbatches = 0;
+  int virtual_stages = 0;
+  std::string costs = "1,1,1";
+  double comm_latency_s = 0.0;
+  double memory_limit = 0.0;  // units of one stage's activations; 0 = none
+  double wstash_ratio = 1.0;
+  int64_t activation_bytes = 1;
+  std::string format = "ascii";
+  std::string csv_format = "compute_only";
+  std::string output;
+};
+
+StatusOr<StageCost> ParseCosts(const std::string& text) {
+  std::vector<double> v;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      double x = std::stod(item, &used);
+      if (used != item.size() || x < 0) throw std::invalid_argument(item);
+      v.push_back(x);
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("--costs: '" + item + "' is not a non-negative number of seconds (in '" + text +
+                                     "'; expected F,I,W or F,I,W,B)");
+    }
+  }
+  if (v.size() != 3 && v.size() != 4)
+    return Status::InvalidArgument("--costs: expected F,I,W or F,I,W,B seconds per microbatch, got '" + text + "'");
+  StageCost c;
+  c.f = v[0];
+  c.i = v[1];
+  c.w = v[2];
+  if (v.size() == 4) c.b = v[3];
+  return c;
+}
+
+Status Run(const ScheduleOptions& o) {
+  PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(o.schedule));
+  PW_ASSIGN_OR_RETURN(StageCost cost, ParseCosts(o.costs));
+  if (o.activation_bytes < 1) return Status::InvalidArgument("--activation-bytes must be >= 1");
+  if (o.wstash_ratio < 0) return Status::InvalidArgument("--wstash-ratio must be >= 0");
+  if (o.memory_limit < 0) return Status::InvalidArgument("--memory-limit must be >= 0");
+  ScheduleRequest req;
+  req.schedule = info.name;
+  req.pp_size = o.pp;
+  req.num_microbatches = o.num_microbatches;
+  req.virtual_stages = o.virtual_stages > 0 ? o.virtual_stages : info.default_virtual_stages;
+  StageMemory mem;
+  mem.activation = o.activation_bytes;
+  mem.wstash = static_cast<int64_t>(o.wstash_ratio * o.activation_bytes + 0.5);
+  CommModel comm;
+  comm.latency_s = o.comm_latency_s;
+  if (o.pp >= 1 && req.virtual_stages >= 1) req.costs = UniformCosts(o.pp * req.virtual_stages, cost, mem, comm);
+  std::optional<int64_t> limit_bytes;
+  if (o.memory_limit > 0) {
+    limit_bytes = static_cast<int64_t>(o.memory_limit * o.activation_bytes + 0.5);
+    req.memory_limit = static_cast<double>(*limit_bytes);
+  }
+  PW_ASSIGN_OR_RETURN(Program compute, GenerateSchedule(req));
+  PW_RETURN_IF_ERROR(ValidateProgram(compute));
+  PW_ASSIGN_OR_RETURN(Program lowered, AddSendRecv(compute, req.costs));
+  PW_RETURN_IF_ERROR(ValidateProgram(lowered));
+  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(lowered, req.costs));
+  if (limit_bytes) {
+    for (int r = 0; r < o.pp; ++r)
+      if (sim.per_rank[r].peak_memory_bytes > *limit_bytes)
+        return Status::Infeasible(info.display_name + " needs " +
+                                  std::to_string(double(sim.per_rank[r].peak_memory_bytes) / o.activation_bytes) +
+                                  " activations on rank " + std::to_string(r) + ", over --memory-limit " +
+                                  std::to_string(o.memory_limit));
+  }
+  std::string text;
+  if (o.format == "json") {
+    text = PlanToJson(MakePlan(info.name, lowered, req.costs, sim, limit_bytes));
+  } else if (o.format == "csv") {
+    text = ScheduleToCsv(o.csv_format == "compute_comms" ? lowered : compute,
+                         o.csv_format == "compute_comms" ? CsvFormat::kComputeComms : CsvFormat::kComputeOnly);
+  } else {
+    text = FormatSummary(info.display_name, lowered, sim, o.activation_bytes, "activations") + "\n" + FormatGrid(lowered);
+  }
+  if (o.output.empty() || o.output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return Status::Ok();
+  }
+  return WriteFileAtomic(o.output, text);
+}
+
+}  // namespace
+
+void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx) {
+  auto opts = std::make_shared<ScheduleOptions>();
+  CLI::App* sub = app.add_subcommand("schedule", "Generate, validate and simulate one schedule family");
+  std::string names;
+  for (const auto& n : ScheduleNames()) names += (names.empty() ? "" : ", ") + n;
+  sub->add_option("--schedule", opts->schedule, "Schedule family: " + names)->required();
+  sub->add_option("--pp,--pipeline-model-parallel-size", opts->pp, "Pipeline ranks P")->required();
+  sub->add_option("--num-microbatches", opts->num_microbatches, "Microbatches m per step")->required();
+  sub->add_option("--virtual-stages,--num-virtual-stages-per-pipeline-rank", opts->virtual_stages,
+                  "Stages per rank v (default: the family's)");
+  sub->add_option("--costs", opts->costs,
+                  "Seconds per microbatch for each stage: F,I,W[,B] (with v stages per rank, pass costs/v)")
+      ->capture_default_str();
+  sub->add_option("--comm-latency", opts->comm_latency_s, "Seconds per message between ranks")->capture_default_str();
+  sub->add_option("--memory-limit", opts->memory_limit,
+                  "Per-rank activation limit in units of one stage's activations (0 = none)");
+  sub->add_option("--wstash-ratio", opts->wstash_ratio,
+                  "Bytes held from I to W, as a fraction of a stage's activations")
+      ->capture_default_str();
+  sub->add_option("--activation-bytes", opts->activation_bytes, "Bytes of one stage's activations (plan files)")
+      ->capture_default_str();
+  sub->add_option("--format", opts->format, "ascii | csv | json (a full plan file)")
+      ->check(CLI::IsMember({"ascii", "csv", "json"}))
+      ->capture_default_str();
+  sub->add_option("--csv-format", opts->csv_format, "compute_only | compute_comms")
+      ->check(CLI::IsMember({"compute_only", "compute_comms"}))
+      ->capture_default_str();
+  sub->add_option("-o,--output", opts->output, "Write to FILE (atomically) instead of stdout");
+  sub->callback([opts, &ctx]() {
+    Status st = Run(*opts);
+    if (!st.ok()) Fail(ctx, "schedule", st);
+  });
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,23 @@
+// Subcommands of the `pipewright` CLI (CLI11). Each lives in its own file
+// cmd_<name>.cc, exposes one Register function, and reports failure through
+// the shared context; only main() exits the process.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "schedules/status.h"
+
+namespace pw::cli {
+
+struct CommandContext {
+  int exit_code = 0;
+};
+
+// Prints "pipewright <command>: <status>" to stderr and sets the exit code:
+// 2 for invalid arguments / not found, 3 for infeasible, 1 otherwise.
+void Fail(CommandContext& ctx, const std::string& command, const Status& status);
+
+void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx);  // cmd_schedule.cc
+void RegisterValidateCommand(CLI::App& app, CommandContext& ctx);  // cmd_validate.cc
+
+}  // namespace pw::cli

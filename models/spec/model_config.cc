@@ -1,0 +1,187 @@
+#include "models/spec/model_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#ifndef PW_DEFAULT_MODELS_DIR
+#define PW_DEFAULT_MODELS_DIR "models"
+#endif
+
+namespace pw {
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// The first of `keys` present in `c` and not null, or nullptr.
+const json* FindKey(const json& c, std::initializer_list<const char*> keys, std::string* found) {
+  for (const char* k : keys) {
+    auto it = c.find(k);
+    if (it != c.end() && !it->is_null()) {
+      *found = k;
+      return &*it;
+    }
+  }
+  return nullptr;
+}
+
+std::string KeyList(std::initializer_list<const char*> keys) {
+  std::string s;
+  for (const char* k : keys) s += (s.empty() ? "'" : " or '") + std::string(k) + "'";
+  return s;
+}
+
+// A positive integer under one of `keys`; InvalidArgument names the field.
+Status PositiveInt(const json& c, const std::string& source, std::initializer_list<const char*> keys,
+                   int64_t* out) {
+  std::string key;
+  const json* v = FindKey(c, keys, &key);
+  if (!v) return Status::InvalidArgument(source + ": field " + KeyList(keys) + " is missing");
+  if (!v->is_number_integer() || v->get<int64_t>() <= 0)
+    return Status::InvalidArgument(source + ": field '" + key + "' must be a positive integer, got " + v->dump());
+  *out = v->get<int64_t>();
+  return Status::Ok();
+}
+
+bool BoolOr(const json& c, const char* key, bool fallback) {
+  auto it = c.find(key);
+  return (it != c.end() && it->is_boolean()) ? it->get<bool>() : fallback;
+}
+
+double NumberOr(const json& c, const char* key, double fallback) {
+  auto it = c.find(key);
+  return (it != c.end() && it->is_number()) ? it->get<double>() : fallback;
+}
+
+}  // namespace
+
+const char* ModelFamilyName(ModelFamily family) { return family == ModelFamily::kGpt2 ? "gpt2" : "llama"; }
+
+StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source) {
+  if (!c.is_object()) return Status::InvalidArgument(source + ": expected a JSON object (a HF config.json)");
+  ModelConfig m;
+  m.raw = c;
+  std::string type = c.contains("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
+  if (type.empty()) type = c.contains("n_embd") || c.contains("n_layer") ? "gpt2" : "llama";
+  if (type == "gpt2") {
+    m.family = ModelFamily::kGpt2;
+  } else if (type == "llama") {
+    m.family = ModelFamily::kLlama;
+  } else {
+    return Status::InvalidArgument(source + ": field 'model_type' is '" + type + "'; known: gpt2, llama");
+  }
+  m.name = c.contains("_name_or_path") && c["_name_or_path"].is_string() ? c["_name_or_path"].get<std::string>()
+                                                                          : type;
+  int64_t L = 0, a = 0, kv = 0;
+  PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_layer", "num_hidden_layers"}, &L));
+  PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_embd", "hidden_size"}, &m.hidden));
+  PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_head", "num_attention_heads"}, &a));
+  PW_RETURN_IF_ERROR(PositiveInt(c, source, {"vocab_size"}, &m.vocab));
+  m.num_layers = static_cast<int>(L);
+  m.num_heads = static_cast<int>(a);
+  std::string key;
+  if (FindKey(c, {"num_key_value_heads"}, &key)) {
+    PW_RETURN_IF_ERROR(PositiveInt(c, source, {"num_key_value_heads"}, &kv));
+  } else {
+    kv = a;
+  }
+  m.num_kv_heads = static_cast<int>(kv);
+  if (a % kv != 0)
+    return Status::InvalidArgument(source + ": 'num_attention_heads' (" + std::to_string(a) +
+                                   ") must be a multiple of 'num_key_value_heads' (" + std::to_string(kv) + ")");
+  if (FindKey(c, {"head_dim"}, &key)) {
+    PW_RETURN_IF_ERROR(PositiveInt(c, source, {"head_dim"}, &m.head_dim));
+  } else {
+    if (m.hidden % a != 0)
+      return Status::InvalidArgument(source + ": hidden size " + std::to_string(m.hidden) +
+                                     " is not divisible by the number of heads " + std::to_string(a) +
+                                     " and 'head_dim' is not given");
+    m.head_dim = m.hidden / a;
+  }
+  if (m.family == ModelFamily::kGpt2) {
+    if (FindKey(c, {"n_inner", "intermediate_size"}, &key)) {
+      PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_inner", "intermediate_size"}, &m.ffn));
+    } else {
+      m.ffn = 4 * m.hidden;  // transformers GPT2MLP: inner_dim = n_inner or 4 * hidden_size
+    }
+    PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_positions", "max_position_embeddings", "n_ctx"}, &m.max_positions));
+    m.tied = BoolOr(c, "tie_word_embeddings", true);
+    m.gated_mlp = false;
+    m.layer_norm = true;
+    m.attention_bias = m.mlp_bias = true;
+    m.learned_positions = true;
+    m.dropout = NumberOr(c, "attn_pdrop", 0.1) > 0 || NumberOr(c, "resid_pdrop", 0.1) > 0 ||
+                NumberOr(c, "embd_pdrop", 0.1) > 0;
+  } else {
+    PW_RETURN_IF_ERROR(PositiveInt(c, source, {"intermediate_size"}, &m.ffn));
+    PW_RETURN_IF_ERROR(PositiveInt(c, source, {"max_position_embeddings"}, &m.max_positions));
+    m.tied = BoolOr(c, "tie_word_embeddings", false);
+    m.gated_mlp = true;
+    m.layer_norm = false;
+    m.attention_bias = BoolOr(c, "attention_bias", false);
+    m.mlp_bias = BoolOr(c, "mlp_bias", false);
+    m.learned_positions = false;
+    m.dropout = NumberOr(c, "attention_dropout", 0.0) > 0;
+  }
+  return m;
+}
+
+std::string ModelsDir() {
+  const char* env = std::getenv("PW_MODELS_DIR");
+  return env && *env ? std::string(env) : std::string(PW_DEFAULT_MODELS_DIR);
+}
+
+std::vector<std::string> ShippedNames(const std::string& subdir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  fs::path dir = fs::path(ModelsDir()) / subdir;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json") names.push_back(it->path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+StatusOr<json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // Parse again with exceptions only to get the parser's position message.
+    try {
+      (void)json::parse(ss.str());
+    } catch (const json::parse_error& e) {
+      return Status::InvalidArgument(path + ": " + e.what());
+    }
+    return Status::InvalidArgument(path + ": not valid JSON");
+  }
+  return j;
+}
+
+StatusOr<std::string> ResolveShippedFile(const std::string& name_or_path, const std::string& subdir,
+                                         const std::string& flag) {
+  std::error_code ec;
+  if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  std::string lower;
+  for (char ch : name_or_path) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  fs::path shipped = fs::path(ModelsDir()) / subdir / (lower + ".json");
+  if (fs::is_regular_file(shipped, ec)) return shipped.string();
+  std::string known;
+  for (const auto& n : ShippedNames(subdir)) known += (known.empty() ? "" : ", ") + n;
+  return Status::NotFound(flag + " '" + name_or_path + "': no such file, and no shipped " + subdir + " entry of that name (shipped in " +
+                          (fs::path(ModelsDir()) / subdir).string() + ": " + (known.empty() ? "none" : known) + ")");
+}
+
+StatusOr<ModelConfig> LoadModelConfig(const std::string& name_or_path) {
+  PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(name_or_path, "configs", "--model-config"));
+  PW_ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
+  PW_ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(j, path));
+  if (!j.contains("_name_or_path")) m.name = fs::path(path).stem().string();
+  return m;
+}
+
+}  // namespace pw

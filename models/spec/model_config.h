@@ -1,0 +1,85 @@
+// A transformer described by a HuggingFace `config.json`, normalised to the
+// few numbers the cost formulas need (shared/design/ECOSYSTEM.md §5.1):
+// {L, h, a, a_kv, d_head, f, V, s_max, tied, gated_mlp, norm}.
+//
+// Two families are understood, by their HF field names:
+//  - GPT-2 (`model_type` "gpt2", GPT-3 configs written the same way):
+//    `n_layer`, `n_embd`, `n_head`, `n_inner` (null -> 4 n_embd),
+//    `n_positions`, `vocab_size`; LayerNorm, biases, learned positions, GELU
+//    MLP, tied LM head, dropout (`attn_pdrop`, `resid_pdrop`, `embd_pdrop`).
+//  - Llama (`model_type` "llama"): `num_hidden_layers`, `hidden_size`,
+//    `intermediate_size`, `num_attention_heads`, `num_key_value_heads`
+//    (null -> heads), `head_dim` (null -> hidden/heads), `vocab_size`,
+//    `max_position_embeddings`, `tie_word_embeddings` (default false),
+//    `attention_bias`, `mlp_bias`; RMSNorm, SwiGLU MLP, RoPE (no position
+//    table), `attention_dropout` (default 0).
+// The generic names (`hidden_size`, `num_hidden_layers`, ...) are accepted for
+// GPT-2 too, as transformers' `attribute_map` does.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "schedules/status.h"
+
+namespace pw {
+
+enum class ModelFamily { kGpt2, kLlama };
+
+// "gpt2" or "llama".
+const char* ModelFamilyName(ModelFamily family);
+
+struct ModelConfig {
+  std::string name;            // `_name_or_path`, else the file stem, else model_type
+  ModelFamily family = ModelFamily::kGpt2;
+  int num_layers = 0;          // L: decoder blocks
+  int64_t hidden = 0;          // h
+  int num_heads = 0;           // a
+  int num_kv_heads = 0;        // a_kv (GQA); == a for MHA
+  int64_t head_dim = 0;        // d_head
+  int64_t ffn = 0;             // f: MLP inner width
+  int64_t vocab = 0;           // V
+  int64_t max_positions = 0;   // s_max
+  bool tied = false;           // LM head shares the token embedding matrix
+  bool gated_mlp = false;      // SwiGLU: gate, up, down (3 h*f matrices)
+  bool layer_norm = true;      // LayerNorm with bias (2h params); false = RMSNorm (h params)
+  bool attention_bias = false; // biases on Q, K, V and the output projection
+  bool mlp_bias = false;       // biases on the MLP matrices
+  bool learned_positions = false;  // a position embedding table of s_max x h (GPT-2)
+  bool dropout = false;        // dropout layers present (their 1-byte masks are stored)
+  nlohmann::json raw;          // the config object as read (written to plans as extra["model"])
+};
+
+// Parses a HF config object. `source` names the file in errors. Returns
+// InvalidArgument naming the field for a missing, non-integer or
+// non-positive size, hidden % heads != 0 without `head_dim`, heads %
+// kv_heads != 0, or an unknown `model_type` (known: gpt2, llama; missing
+// model_type is inferred from the field names).
+StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config, const std::string& source);
+
+// Loads a model config: `name_or_path` is a file path, or the name of a
+// shipped config in <models dir>/configs (e.g. "llama-2-7b"). NotFound lists
+// the shipped names; InvalidArgument for bad JSON (with the parser's
+// position) or fields (see ParseModelConfig).
+StatusOr<ModelConfig> LoadModelConfig(const std::string& name_or_path);
+
+// Directory holding configs/ and devices/: $PW_MODELS_DIR if set, else the
+// source tree's models/ directory (compiled in).
+std::string ModelsDir();
+
+// Names (file stems) of the *.json files in <models dir>/<subdir>, sorted.
+std::vector<std::string> ShippedNames(const std::string& subdir);
+
+// Reads a whole JSON file. NotFound if it cannot be opened; InvalidArgument
+// "<path>: <parser message>" if it does not parse.
+StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
+
+// Resolves `name_or_path` against <models dir>/<subdir>/<name>.json when it
+// is not an existing file. NotFound names `flag` and lists shipped names.
+StatusOr<std::string> ResolveShippedFile(const std::string& name_or_path, const std::string& subdir,
+                                         const std::string& flag);
+
+}  // namespace pw
