@@ -19,5 +19,7 @@ void Fail(CommandContext& ctx, const std::string& command, const Status& status)
 
 void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx);  // cmd_schedule.cc
 void RegisterValidateCommand(CLI::App& app, CommandContext& ctx);  // cmd_validate.cc
+void RegisterShowCommand(CLI::App& app, CommandContext& ctx);      // cmd_show.cc
+void RegisterReportCommand(CLI::App& app, CommandContext& ctx);    // cmd_report.cc
 
 }  // namespace pw::cli

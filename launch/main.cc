@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   pw::cli::RegisterScheduleCommand(app, ctx);
   pw::cli::RegisterValidateCommand(app, ctx);
   // PW_EXTRA_COMMANDS: further Register* calls are added here by their issues.
+  pw::cli::RegisterShowCommand(app, ctx);
+  pw::cli::RegisterReportCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

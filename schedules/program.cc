@@ -68,6 +68,9 @@ Status CheckProgramShape(const Program& p) {
   for (int r = 0; r < p.pp_size; ++r) {
     for (size_t i = 0; i < p.ranks[r].size(); ++i) {
       const Action& a = p.ranks[r][i];
+      if (a.stage >= 0 && a.stage < p.num_stages && a.microbatch >= 0 && a.microbatch < p.num_microbatches &&
+          p.stage_to_rank[a.stage] == r)
+        continue;
       std::string where = "rank " + std::to_string(r) + ", action " + std::to_string(i) + " '" + a.ToString() + "'";
       if (a.stage < 0 || a.stage >= p.num_stages)
         return Status::InvalidArgument(where + ": stage is not in [0, " + std::to_string(p.num_stages) + ")");
@@ -85,7 +88,7 @@ Status CheckProgramShape(const Program& p) {
 std::string FormatGrid(const Program& program, const std::vector<GridMark>& marks, int context) {
   size_t rows = 0;
   for (const auto& r : program.ranks) rows = std::max(rows, r.size());
-  size_t width = 6;
+  size_t width = 9;  // "Rank 12" plus spaces
   for (const auto& r : program.ranks)
     for (const auto& a : r) width = std::max(width, a.ToString().size() + 2);
   auto marked = [&](int rank, size_t idx) {

@@ -26,7 +26,11 @@ class Engine {
     f_end_.assign(sm, kNotDone);
     bwd_end_.assign(sm, kNotDone);
     i_done_.assign(sm, false);
-    if (lowered_) recv_slot_.assign(sm * 2, -1);
+    if (lowered_) {
+      recv_slot_.assign(sm * 2, -1);
+      channel_of_.assign(static_cast<size_t>(p.pp_size) * p.pp_size * 2, -1);
+    }
+    blocked_.assign(p.pp_size, Blocked{});
     pos_.assign(p.pp_size, 0);
     free_.assign(p.pp_size, 0.0);
     mem_.assign(p.pp_size, 0);
@@ -57,14 +61,15 @@ class Engine {
   size_t Key(int stage, int mb) const { return static_cast<size_t>(stage) * p_.num_microbatches + mb; }
   int RankOf(int stage) const { return p_.stage_to_rank[stage]; }
 
+  // Dense id of the channel (src rank -> dst rank, direction).
   int Channel(int src, int dst, int dir) {
-    int64_t key = (static_cast<int64_t>(src) * p_.pp_size + dst) * 2 + dir;
-    auto it = channel_of_.find(key);
-    if (it != channel_of_.end()) return it->second;
-    int id = static_cast<int>(sends_.size());
-    channel_of_.emplace(key, id);
+    size_t key = (static_cast<size_t>(src) * p_.pp_size + dst) * 2 + dir;
+    int& id = channel_of_[key];
+    if (id >= 0) return id;
+    id = static_cast<int>(sends_.size());
     sends_.emplace_back();
     recv_count_.push_back(0);
+    channel_dst_.push_back(dst);
     return id;
   }
 
@@ -83,9 +88,7 @@ class Engine {
       size_t k = Key(producer_stage, mb);
       double end = dir == kFwd ? f_end_[k] : bwd_end_[k];
       if (end == kNotDone) {
-        waiting_[WaitKey(0, k, dir)] = r;
-        waiting_on_[r] = (dir == kFwd ? "forward output of stage " : "input gradient from stage ") +
-                         std::to_string(producer_stage) + " microbatch " + std::to_string(mb);
+        blocked_[r] = Blocked{true, false, dir, producer_stage, mb, -1, 0};
         return false;
       }
       const StageMemory& m = c_.memory[producer_stage];
@@ -102,10 +105,7 @@ class Engine {
     int c = static_cast<int>(slot >> 32);
     size_t k = static_cast<size_t>(slot & 0xffffffff);
     if (sends_[c].size() <= k) {
-      waiting_[WaitKey(1, c, k)] = r;
-      waiting_on_[r] = std::string(dir == kFwd ? "RECV_F" : "RECV_B") + " of stage " + std::to_string(stage) +
-                       " microbatch " + std::to_string(mb) + " (no matching SEND from rank " +
-                       std::to_string(RankOf(producer_stage)) + " yet)";
+      blocked_[r] = Blocked{true, true, dir, producer_stage, mb, c, k};
       return false;
     }
     const SentMessage& msg = sends_[c][k];
@@ -120,20 +120,53 @@ class Engine {
     return true;
   }
 
-  static int64_t WaitKey(int kind, size_t a, size_t b) {
-    return (static_cast<int64_t>(kind) << 62) ^ (static_cast<int64_t>(a) << 21) ^ static_cast<int64_t>(b);
+  // What a blocked rank waits for: a remote producer (compute-only
+  // program) or the k-th message of channel c (lowered program).
+  struct Blocked {
+    bool active = false;
+    bool on_message = false;
+    Dir dir = kFwd;
+    int producer_stage = -1;
+    int microbatch = -1;
+    int channel = -1;
+    size_t k = 0;
+  };
+
+  std::string Describe(int r) const {
+    const Blocked& b = blocked_[r];
+    if (!b.active) return "nothing (internal error)";
+    std::string what = (b.dir == kFwd ? "the forward output of stage " : "the input gradient from stage ") +
+                       std::to_string(b.producer_stage) + " microbatch " + std::to_string(b.microbatch);
+    if (b.on_message)
+      what += " (message " + std::to_string(b.k) + " of the channel from rank " +
+              std::to_string(RankOf(b.producer_stage)) + "; its SEND was never posted)";
+    return what;
   }
 
-  void Wake(int64_t key, std::deque<int>* work) {
-    auto it = waiting_.find(key);
-    if (it == waiting_.end()) return;
-    work->push_back(it->second);
-    waiting_.erase(it);
+  // Wakes the rank waiting for the output of (stage, mb) in direction dir.
+  void WakeProducer(int stage, int mb, Dir dir, std::deque<int>* work) {
+    int consumer_stage = dir == kFwd ? stage + 1 : stage - 1;
+    int q = RankOf(consumer_stage);
+    Blocked& b = blocked_[q];
+    if (b.active && !b.on_message && b.dir == dir && b.producer_stage == stage && b.microbatch == mb) {
+      b.active = false;
+      work->push_back(q);
+    }
+  }
+
+  // Wakes the receiver of channel c if it waits for message k.
+  void WakeMessage(int c, size_t k, std::deque<int>* work) {
+    int q = channel_dst_[c];
+    Blocked& b = blocked_[q];
+    if (b.active && b.on_message && b.channel == c && b.k == k) {
+      b.active = false;
+      work->push_back(q);
+    }
   }
 
   Status Advance(int r, std::deque<int>* work) {
     const auto& list = p_.ranks[r];
-    waiting_on_.erase(r);
+    blocked_[r].active = false;
     while (pos_[r] < list.size()) {
       const Action& a = list[pos_[r]];
       const int s = a.stage, mb = a.microbatch;
@@ -157,7 +190,7 @@ class Engine {
           const StageMemory& m = c_.memory[s];
           sends_[c].push_back({s, mb, free_[r] + c_.comm.MessageSeconds(fwd ? m.send_forward : m.send_backward)});
           t.start = t.end = free_[r];
-          Wake(WaitKey(1, c, sends_[c].size() - 1), work);
+          WakeMessage(c, sends_[c].size() - 1, work);
           break;
         }
         case ActionType::kRecvF:
@@ -197,7 +230,7 @@ class Engine {
           double end = ready + c_.stages[s].f;
           Compute(r, t, ready, end, c_.memory[s].activation);
           f_end_[k] = end;
-          if (!lowered_ && s + 1 < p_.num_stages) Wake(WaitKey(0, k, kFwd), work);
+          if (!lowered_ && s + 1 < p_.num_stages && RankOf(s + 1) != r) WakeProducer(s, mb, kFwd, work);
           break;
         }
         case ActionType::kB:
@@ -226,7 +259,7 @@ class Engine {
           Compute(r, t, ready, end, full ? -m.activation : m.wstash - m.activation);
           bwd_end_[k] = end;
           i_done_[k] = !full;
-          if (!lowered_ && s > 0) Wake(WaitKey(0, k, kBwd), work);
+          if (!lowered_ && s > 0 && RankOf(s - 1) != r) WakeProducer(s, mb, kBwd, work);
           break;
         }
         case ActionType::kW: {
@@ -263,7 +296,7 @@ class Engine {
       if (pos_[r] < p_.ranks[r].size()) {
         marks.push_back({r, static_cast<int>(pos_[r])});
         why += "\n  rank " + std::to_string(r) + " is stuck at action " + std::to_string(pos_[r]) + " '" +
-               p_.ranks[r][pos_[r]].ToString() + "' waiting for " + waiting_on_[r];
+               p_.ranks[r][pos_[r]].ToString() + "' waiting for " + Describe(r);
       }
     }
     if (!marks.empty())
@@ -289,11 +322,11 @@ class Engine {
   std::vector<double> f_end_, bwd_end_;
   std::vector<bool> i_done_;
   std::vector<int64_t> recv_slot_;  // (channel << 32 | k) per (stage, mb, dir)
-  std::unordered_map<int64_t, int> channel_of_;
+  std::vector<int> channel_of_;  // dense (src, dst, dir) -> channel id or -1
   std::vector<std::vector<SentMessage>> sends_;
   std::vector<size_t> recv_count_;
-  std::unordered_map<int64_t, int> waiting_;        // wait key -> blocked rank
-  std::unordered_map<int, std::string> waiting_on_; // rank -> what it waits for
+  std::vector<int> channel_dst_;  // channel id -> receiving rank
+  std::vector<Blocked> blocked_;  // per rank
   std::vector<size_t> pos_;
   std::vector<double> free_;
   std::vector<int64_t> mem_;

@@ -1,8 +1,6 @@
 #include "schedules/validate.h"
 
 #include <deque>
-#include <map>
-#include <unordered_map>
 
 #include "schedules/simulate.h"
 
@@ -69,8 +67,10 @@ Status ValidateComputeOrder(const Program& p) {
 
 Status CheckRendezvous(const Program& p) {
   PW_RETURN_IF_ERROR(CheckProgramShape(p));
-  // Channel of a comm action and its FIFO index on that channel.
-  std::map<std::tuple<int, int, int>, int> channel_id;
+  // Channel (dense id per src rank, dst rank, direction) of each comm action
+  // and its FIFO index on that channel.
+  const size_t P = static_cast<size_t>(p.pp_size);
+  std::vector<int> channel_of(P * P * 2, -1);
   std::vector<std::vector<std::pair<int, int>>> slot(p.pp_size);  // per action: (channel, k) or (-1,-1)
   std::vector<int> sent, received;
   for (int r = 0; r < p.pp_size; ++r) {
@@ -82,40 +82,46 @@ Status CheckRendezvous(const Program& p) {
       int peer_stage = (a.type == ActionType::kSendF || a.type == ActionType::kRecvB) ? a.stage + 1 : a.stage - 1;
       if (peer_stage < 0 || peer_stage >= p.num_stages)
         return Status::InvalidArgument(Where(p, r, i) + ": no peer stage\n" + FormatGrid(p, {{r, int(i)}}));
-      int peer = p.stage_to_rank[peer_stage];
-      auto key = IsSend(a.type) ? std::make_tuple(r, peer, int(fwd)) : std::make_tuple(peer, r, int(fwd));
-      auto it = channel_id.emplace(key, static_cast<int>(sent.size())).first;
-      if (it->second == static_cast<int>(sent.size())) {
+      size_t peer = static_cast<size_t>(p.stage_to_rank[peer_stage]);
+      size_t key = IsSend(a.type) ? (r * P + peer) * 2 + fwd : (peer * P + r) * 2 + fwd;
+      int& c = channel_of[key];
+      if (c < 0) {
+        c = static_cast<int>(sent.size());
         sent.push_back(0);
         received.push_back(0);
       }
-      int c = it->second;
       slot[r][i] = {c, IsSend(a.type) ? sent[c]++ : received[c]++};
     }
   }
-  // Ranks parked at a rendezvous point: (channel, k, is_send) -> rank.
-  std::map<std::tuple<int, int, bool>, int> parked;
+  // A rank is parked at its current comm action until the peer parks at the
+  // matching one (same channel, same k, opposite side); then both move on.
   std::vector<size_t> pos(p.pp_size, 0);
+  std::vector<bool> parked(p.pp_size, false);
+  auto peer_of = [&](int r) {
+    const Action& a = p.ranks[r][pos[r]];
+    int peer_stage = (a.type == ActionType::kSendF || a.type == ActionType::kRecvB) ? a.stage + 1 : a.stage - 1;
+    return p.stage_to_rank[peer_stage];
+  };
   std::deque<int> work;
   for (int r = 0; r < p.pp_size; ++r) work.push_back(r);
   while (!work.empty()) {
     int r = work.front();
     work.pop_front();
+    parked[r] = false;
     while (pos[r] < p.ranks[r].size()) {
       const Action& a = p.ranks[r][pos[r]];
       if (!IsComm(a.type)) {
         ++pos[r];
         continue;
       }
-      auto [c, k] = slot[r][pos[r]];
-      bool send = IsSend(a.type);
-      auto peer = parked.find({c, k, !send});
-      if (peer == parked.end()) {
-        parked[{c, k, send}] = r;
+      int q = peer_of(r);
+      bool match = parked[q] && slot[q][pos[q]] == slot[r][pos[r]] &&
+                   IsSend(p.ranks[q][pos[q]].type) != IsSend(a.type);
+      if (!match) {
+        parked[r] = true;
         break;
       }
-      int q = peer->second;
-      parked.erase(peer);
+      parked[q] = false;
       ++pos[q];
       ++pos[r];
       work.push_back(q);

@@ -149,15 +149,13 @@ StatusOr<json> ReadJsonFile(const std::string& path) {
   if (!in) return Status::NotFound("cannot open '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Parse again with exceptions only to get the parser's position message.
-    try {
-      (void)json::parse(ss.str());
-    } catch (const json::parse_error& e) {
-      return Status::InvalidArgument(path + ": " + e.what());
-    }
-    return Status::InvalidArgument(path + ": not valid JSON");
+  // nlohmann-json reports the position only through its exception; it is
+  // caught here and never crosses the module boundary.
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    return Status::InvalidArgument(path + ": " + e.what());
   }
   return j;
 }

@@ -3,10 +3,14 @@
 // Rank r holds v stages in loop placement: local stage k is global stage
 // k*P + r.
 //
-// Order of forward passes on every rank: microbatches in groups of G = P
-// (the last group takes the remainder m mod P); within a group, all of local
-// stage 0, then all of local stage 1, ... Backward passes follow the same
-// table with local stages reversed (the last stage's gradients come first).
+// Order of forward passes on every rank: microbatches in groups (Megatron's
+// `microbatch_group_size_per_vp_stage`, default G = P); within a group, all
+// of local stage 0, then all of local stage 1, ... Backward passes follow the
+// same table with local stages reversed (the last stage's gradients first).
+// Where Megatron keeps G = P and puts the remainder m mod P in a short last
+// group (and refuses 0 < m mod P < P), we split m into floor(m/P) groups of
+// near-equal size (each between P and 2P - 1), the grouping Megatron allows
+// with a tunable G; with m < P there is one group of m.
 //
 // Warm-up on rank r: 2(P - r - 1) + (v - 1)G forwards, capped at m*v. The
 // first backward on rank r is of the rank's last stage, microbatch 0; the v-1
@@ -16,10 +20,10 @@
 // (steady state), then the remaining backwards (cool-down).
 //
 // Unlike Megatron (which refuses 0 < m mod G < P) and PyTorch (which needs
-// m divisible by max(1, m // P)), any m >= 1 is accepted: a short last group
-// (or m < P, when the single group is m long) only adds dependency bubbles,
-// which the simulator shows; every such order is checked deadlock-free by the
-// property sweep. v = 1 is delegated to 1F1B (Megatron's interleaved formula
+// m divisible by max(1, m // P)), any m >= 1 is accepted. With m < P the one
+// short group leaves dependency bubbles (each rank waits for microbatch 0 to
+// come back round the loop), which the simulator shows; every order is
+// checked deadlock-free by the property sweep (P <= 16, m <= 64, v <= 4). v = 1 is delegated to 1F1B (Megatron's interleaved formula
 // would give a warm-up of 2(P - r - 1), doubling rank 0's activation peak).
 #include <algorithm>
 
@@ -29,16 +33,28 @@ namespace pw {
 
 namespace {
 
+// Sizes of the microbatch groups: n = max(1, floor(m / P)) groups whose sizes
+// differ by at most one, larger ones first, so every group has >= P
+// microbatches when m >= P (Megatron's condition for no dependency stalls:
+// a group shorter than P would make the rank wait for its own first stage's
+// gradient) and m < P gives a single group of m.
+std::vector<int> GroupSizes(int m, int P) {
+  int n = std::max(1, m / P);
+  std::vector<int> sizes(n, m / n);
+  for (int g = 0; g < m % n; ++g) ++sizes[g];
+  return sizes;
+}
+
 // (local stage, microbatch) pairs in Megatron's depth-first table order.
-std::vector<std::pair<int, int>> ScheduleTable(int m, int v, int group, bool backward) {
+std::vector<std::pair<int, int>> ScheduleTable(const std::vector<int>& groups, int v, bool backward) {
   std::vector<std::pair<int, int>> table;
-  table.reserve(static_cast<size_t>(m) * v);
-  for (int start = 0; start < m; start += group) {
-    int end = std::min(start + group, m);
+  int start = 0;
+  for (int size : groups) {
     for (int k = 0; k < v; ++k) {
       int local = backward ? v - 1 - k : k;
-      for (int mb = start; mb < end; ++mb) table.emplace_back(local, mb);
+      for (int mb = start; mb < start + size; ++mb) table.emplace_back(local, mb);
     }
+    start += size;
   }
   return table;
 }
@@ -54,9 +70,10 @@ StatusOr<Program> GenerateInterleaved1F1B(const ScheduleRequest& req) {
     return p;
   }
   Program p = MakeEmptyProgram(req, v, Placement::kLoop);
-  const int group = P;
-  const auto fwd = ScheduleTable(m, v, group, false);
-  const auto bwd = ScheduleTable(m, v, group, true);
+  const std::vector<int> groups = GroupSizes(m, P);
+  const int group = groups.front();
+  const auto fwd = ScheduleTable(groups, v, false);
+  const auto bwd = ScheduleTable(groups, v, true);
   const int total = m * v;
   for (int r = 0; r < P; ++r) {
     auto& list = p.ranks[r];

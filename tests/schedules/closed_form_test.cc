@@ -27,7 +27,7 @@ TEST(ClosedForm, InterleavedMakespanWhenMAtLeastP) {
   double worst = 0;
   for (int v = 2; v <= 4; ++v)
     for (int P = 2; P <= 8; ++P)
-      for (int m = P; m <= 4 * P; m += P) {
+      for (int m = P; m <= 4 * P; ++m) {
         auto pl = RunPipeline("interleaved-1f1b", P, m, v, CostsPerRankUnit(P * v, v));
         ASSERT_TRUE(pl.ok()) << "P=" << P << " m=" << m << " v=" << v << ": " << pl.status().ToString();
         double want = 3.0 * m + 3.0 * (P - 1) / v;

@@ -1,0 +1,65 @@
+// Communicator: point-to-point messages between pipeline ranks, plus the two
+// small collectives the executor needs at start-up and per step.
+// Torch-free and MPI-free: buffers are raw bytes, so the interpreter and its
+// tests never see LibTorch or <mpi.h>.
+//
+// Implementations: MpiCommunicator (CPU buffers, mpi_communicator.h),
+// LoopbackCommunicator (ranks as threads of one process, for tests,
+// loopback_communicator.h). The NCCL implementation (next issue) plugs in
+// here: it must keep the same FIFO-per-channel guarantee and may fuse the ops
+// it is given into groups internally (ECOSYSTEM §3.4).
+//
+// Channels: for each ordered rank pair (src, dst) there is one FIFO channel
+// per direction: the k-th Isend from src to dst on channel c matches the k-th
+// Irecv posted by dst from src on c (PLAN_FORMAT rule 4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedules/status.h"
+
+namespace pw::exec {
+
+enum class Channel : int {
+  kForward = 0,   // activations, stage s -> s+1 (SEND_F / RECV_F)
+  kBackward = 1,  // input gradients, stage s -> s-1 (SEND_B / RECV_B)
+};
+
+// Opaque handle of a posted send or receive; valid until Wait returns.
+using RequestId = int64_t;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // "mpi" or "loopback" (for messages).
+  virtual std::string name() const = 0;
+
+  // Posts a non-blocking send of `bytes` bytes at `data` to `peer`; never
+  // blocks. REQUIRES: `data` stays valid and unchanged until Wait(returned id).
+  // Errors: CommError naming rank and peer.
+  virtual StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) = 0;
+  // Posts a non-blocking receive of exactly `bytes` bytes into `data` from
+  // `peer`; never blocks. REQUIRES: `data` stays valid until Wait(id).
+  virtual StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) = 0;
+  // Blocks until the request completes. For a receive, CommError if the
+  // message that arrived has a different byte count than was posted (shapes
+  // are fixed by the plan; a mismatch means the ranks disagree on it).
+  virtual Status Wait(RequestId id) = 0;
+
+  // Every rank contributes `mine`; returns all contributions, index = rank.
+  // Collective: every rank must call it, in the same order.
+  virtual StatusOr<std::vector<std::string>> AllGather(const std::string& mine) = 0;
+  // Collective barrier.
+  virtual Status Barrier() = 0;
+};
+
+// AllGather of a vector of doubles (same length on every rank): result[r] is
+// rank r's vector.
+StatusOr<std::vector<std::vector<double>>> AllGatherDoubles(Communicator& comm, const std::vector<double>& mine);
+
+}  // namespace pw::exec

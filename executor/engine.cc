@@ -1,0 +1,345 @@
+#include "executor/engine.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include "executor/interpreter.h"
+#include "executor/preflight.h"
+#include "executor/torch_backend.h"
+
+namespace pw::exec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+torch::Dtype DtypeOf(const EngineOptions& o) { return o.double_precision ? torch::kDouble : torch::kFloat; }
+
+NamedValues ToNamedValues(const std::string& name, const torch::Tensor& t, const torch::Tensor& like) {
+  NamedValues nv;
+  nv.name = name;
+  nv.shape = like.sizes().vec();
+  torch::Tensor d = t.defined() ? t.detach().to(torch::kDouble).contiguous()
+                                : torch::zeros(like.sizes(), torch::TensorOptions().dtype(torch::kDouble));
+  nv.values.assign(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+  return nv;
+}
+
+torch::optim::AdamW MakeOptimizer(std::vector<torch::Tensor> params, const EngineOptions& o) {
+  torch::optim::AdamWOptions opts(o.lr);
+  opts.betas(std::make_tuple(o.beta1, o.beta2)).eps(o.eps).weight_decay(o.weight_decay);
+  return torch::optim::AdamW(std::move(params), opts);
+}
+
+// Gradients are zeroed in place once they exist, so that the bytes held
+// across steps stay constant (no re-allocation per step).
+void ZeroGrads(const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params)
+    if (p.grad().defined()) p.mutable_grad().zero_();
+}
+
+torch::Tensor BatchTensor(const std::vector<int64_t>& v, int rows, int seq) {
+  return torch::from_blob(const_cast<int64_t*>(v.data()), {rows, seq}, torch::TensorOptions().dtype(torch::kLong))
+      .clone();  // (B, T)
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------- Engine ---
+
+struct Engine::Impl {
+  Plan plan;
+  Program program;
+  Communicator* comm = nullptr;
+  EngineOptions options;
+  CheckedPlan checked;
+  std::unique_ptr<TorchStageBackend> backend;
+  std::vector<std::pair<std::string, torch::Tensor>> named_params;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  int step = 0;
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator& comm, const EngineOptions& options) {
+  PW_RETURN_IF_ERROR(AgreeOnPlan(plan, comm));
+  PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, comm.size()));
+  auto impl = std::make_unique<Impl>();
+  impl->plan = plan;
+  impl->program = PlanProgram(plan);
+  impl->comm = &comm;
+  impl->options = options;
+  impl->checked = checked;
+  if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
+  std::map<int, models::GptStage> stages;
+  try {
+    for (const PlanStage& s : plan.stages) {
+      if (s.rank != comm.rank()) continue;
+      stages.emplace(s.index, models::GptStage(checked.model, s.layer_begin, s.layer_end, options.init_seed,
+                                               DtypeOf(options)));
+    }
+  } catch (const c10::Error& e) {
+    return Status::ComputeError("rank " + std::to_string(comm.rank()) + ": building stages: " +
+                                e.what_without_backtrace());
+  }
+  std::vector<torch::Tensor> params;
+  for (auto& [index, module] : stages) {
+    for (auto& [name, p] : module->NamedParameters()) {
+      impl->named_params.emplace_back(name, p);
+      params.push_back(p);
+    }
+  }
+  impl->optimizer = std::make_unique<torch::optim::AdamW>(MakeOptimizer(params, options));
+  impl->backend = std::make_unique<TorchStageBackend>(impl->program, comm.rank(), checked.model, checked.training,
+                                                      DtypeOf(options), std::move(stages));
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer) {
+  Impl& m = *impl_;
+  const TrainingShape& shape = m.checked.training;
+  if (batch.rows != shape.batch_rows || batch.seq != shape.seq_length)
+    return Status::InvalidArgument("batch is " + std::to_string(batch.rows) + " x " + std::to_string(batch.seq) +
+                                   " but the plan's training fields say " + std::to_string(shape.batch_rows) + " x " +
+                                   std::to_string(shape.seq_length));
+  PW_RETURN_IF_ERROR(m.comm->Barrier());
+  const Clock::time_point t0 = Clock::now();
+  std::vector<torch::Tensor> params;
+  for (auto& np : m.named_params) params.push_back(np.second);
+  ZeroGrads(params);
+  m.backend->BeginStep(&batch);
+  PW_ASSIGN_OR_RETURN(RankStepTiming timing, RunRankStep(m.program, m.step, *m.comm, *m.backend));
+  if (apply_optimizer) {
+    try {
+      m.optimizer->step();
+    } catch (const c10::Error& e) {
+      return Status::ComputeError("rank " + std::to_string(m.comm->rank()) + ", step " + std::to_string(m.step) +
+                                  ": optimizer step: " + e.what_without_backtrace());
+    }
+  }
+  const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.comm, {m.backend->StepLoss(), timing.busy_s, timing.end_s, step_s}));
+  StepReport r;
+  for (const auto& v : all) {
+    r.loss += v[0];
+    r.busy_s += v[1];
+    r.makespan_s = std::max(r.makespan_s, v[2]);
+    r.step_s = std::max(r.step_s, v[3]);
+  }
+  r.bubble_ratio = r.makespan_s > 0 ? 1.0 - r.busy_s / (static_cast<double>(all.size()) * r.makespan_s) : 0.0;
+  r.wait_s = timing.wait_s;
+  r.tokens = static_cast<int64_t>(batch.rows) * batch.seq;
+  ++m.step;
+  return r;
+}
+
+std::vector<NamedValues> Engine::Parameters() const {
+  std::vector<NamedValues> out;
+  for (const auto& [name, p] : impl_->named_params) out.push_back(ToNamedValues(name, p, p));
+  return out;
+}
+
+std::vector<NamedValues> Engine::Gradients() const {
+  std::vector<NamedValues> out;
+  for (const auto& [name, p] : impl_->named_params) out.push_back(ToNamedValues(name, p.grad(), p));
+  return out;
+}
+
+std::vector<StashReport> Engine::Stash() const {
+  std::vector<StashReport> out;
+  const TrainingShape& shape = impl_->checked.training;
+  const int full_rows = *std::max_element(shape.microbatch_sizes.begin(), shape.microbatch_sizes.end());
+  for (const auto& [stage, module] : impl_->backend->stages()) {
+    StashReport r;
+    r.stage = stage;
+    r.predicted_bytes = impl_->plan.stages[stage].memory.wstash;
+    for (const auto& [key, bytes] : impl_->backend->store().BytesAfterI())
+      if (key.first == stage && shape.microbatch_sizes[key.second] == full_rows)
+        r.measured_bytes = std::max(r.measured_bytes, bytes);
+    out.push_back(r);
+  }
+  return out;
+}
+
+int Engine::LiveGraphsAfterStep() const { return impl_->backend->LiveGraphsAfterStep(); }
+
+Status Engine::SaveStages(const std::string& dir) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::InvalidArgument("cannot create checkpoint directory " + dir + ": " + ec.message());
+  for (auto& [stage, module] : impl_->backend->stages()) {
+    const std::string path = dir + "/stage_" + std::to_string(stage) + ".pt";
+    try {
+      torch::save(module, path);
+    } catch (const c10::Error& e) {
+      return Status::ComputeError("rank " + std::to_string(rank()) + ": saving " + path + ": " +
+                                  e.what_without_backtrace());
+    }
+  }
+  return Status::Ok();
+}
+
+const Plan& Engine::plan() const { return impl_->plan; }
+int Engine::rank() const { return impl_->comm->rank(); }
+
+// --------------------------------------------------------- ReferenceModel ---
+
+struct ReferenceModel::Impl {
+  models::GptConfig config;
+  EngineOptions options;
+  models::GptStage module{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+};
+
+ReferenceModel::ReferenceModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ReferenceModel::~ReferenceModel() = default;
+
+StatusOr<std::unique_ptr<ReferenceModel>> ReferenceModel::Create(const nlohmann::json& model,
+                                                                 const EngineOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  PW_ASSIGN_OR_RETURN(impl->config, models::ParseGptConfig(model));
+  impl->options = options;
+  if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
+  impl->module = models::GptStage(impl->config, 0, impl->config.NumLayers(), options.init_seed, DtypeOf(options));
+  impl->optimizer = std::make_unique<torch::optim::AdamW>(MakeOptimizer(impl->module->parameters(), options));
+  return std::unique_ptr<ReferenceModel>(new ReferenceModel(std::move(impl)));
+}
+
+StatusOr<double> ReferenceModel::Step(const TokenBatch& batch, bool apply_optimizer) {
+  Impl& m = *impl_;
+  try {
+    ZeroGrads(m.module->parameters());
+    torch::Tensor inputs = BatchTensor(batch.inputs, batch.rows, batch.seq);    // (B, T)
+    torch::Tensor targets = BatchTensor(batch.targets, batch.rows, batch.seq);  // (B, T)
+    torch::Tensor loss = models::LanguageModelLoss(m.module->forward(inputs), targets);  // ()
+    loss.backward();
+    if (apply_optimizer) m.optimizer->step();
+    return loss.item<double>();
+  } catch (const c10::Error& e) {
+    return Status::ComputeError(std::string("reference step: ") + e.what_without_backtrace());
+  }
+}
+
+std::vector<NamedValues> ReferenceModel::Parameters() const {
+  std::vector<NamedValues> out;
+  for (const auto& [name, p] : impl_->module->NamedParameters()) out.push_back(ToNamedValues(name, p, p));
+  return out;
+}
+
+std::vector<NamedValues> ReferenceModel::Gradients() const {
+  std::vector<NamedValues> out;
+  for (const auto& [name, p] : impl_->module->NamedParameters()) out.push_back(ToNamedValues(name, p.grad(), p));
+  return out;
+}
+
+// --------------------------------------------------------------- sampling ---
+
+StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const SampleOptions& options) {
+  PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, plan.pp_size));
+  if (options.temperature <= 0) return Status::InvalidArgument("--temperature must be > 0");
+  const models::GptConfig& cfg = checked.model;
+  std::vector<models::GptStage> stages;
+  try {
+    for (const PlanStage& s : plan.stages) {
+      const std::string path = dir + "/stage_" + std::to_string(s.index) + ".pt";
+      if (!std::filesystem::exists(path)) return Status::NotFound("checkpoint file " + path + " is missing");
+      models::GptStage module(cfg, s.layer_begin, s.layer_end, 0, torch::kFloat);
+      torch::load(module, path);
+      module->eval();
+      stages.push_back(module);
+    }
+  } catch (const c10::Error& e) {
+    return Status::ComputeError(std::string("loading checkpoint from ") + dir + ": " + e.what_without_backtrace());
+  }
+  std::vector<int64_t> tokens;
+  for (unsigned char ch : options.prompt) tokens.push_back(ch);
+  if (tokens.empty()) tokens.push_back('\n');
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  torch::NoGradGuard no_grad;
+  std::string out = options.prompt;
+  for (int n = 0; n < options.tokens; ++n) {
+    const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), cfg.n_positions);
+    std::vector<int64_t> window(tokens.end() - len, tokens.end());
+    torch::Tensor x = BatchTensor(window, 1, static_cast<int>(len));  // (1, t)
+    for (auto& s : stages) x = s->forward(x);                          // logits (1, t, V)
+    torch::Tensor logits = x[0][len - 1].to(torch::kDouble) / options.temperature;  // (V)
+    torch::Tensor probs = torch::softmax(logits, 0).contiguous();                   // (V)
+    const double* p = probs.data_ptr<double>();
+    double u = uniform(rng), acc = 0.0;
+    int64_t next = probs.size(0) - 1;
+    for (int64_t v = 0; v < probs.size(0); ++v) {
+      acc += p[v];
+      if (u < acc) {
+        next = v;
+        break;
+      }
+    }
+    tokens.push_back(next);
+    out.push_back(static_cast<char>(next));
+  }
+  return out;
+}
+
+// ------------------------------------------------------ counting allocator ---
+
+namespace {
+
+std::atomic<int64_t> g_counted_bytes{0};
+
+struct CountedBlock {
+  c10::DataPtr inner;
+  size_t bytes;
+};
+
+void DeleteCounted(void* ctx) {
+  auto* block = static_cast<CountedBlock*>(ctx);
+  g_counted_bytes -= static_cast<int64_t>(block->bytes);
+  delete block;  // frees `inner` through its own deleter
+}
+
+// Wraps the default CPU allocator and counts live bytes. The only
+// LibTorch-version-dependent code of the executor: Allocator::allocate became
+// non-const and copy_data pure virtual in LibTorch 2.3.
+class CountingAllocator final : public c10::Allocator {
+ public:
+  explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) {}
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(size_t n) override { return Wrap(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+#else
+  c10::DataPtr allocate(size_t n) const override { return Wrap(n); }
+#endif
+
+ private:
+  c10::DataPtr Wrap(size_t n) const {
+    c10::DataPtr inner = inner_->allocate(n);
+    void* data = inner.get();
+    c10::Device device = inner.device();
+    g_counted_bytes += static_cast<int64_t>(n);
+    return c10::DataPtr(data, new CountedBlock{std::move(inner), n}, &DeleteCounted, device);
+  }
+  c10::Allocator* inner_;
+};
+
+}  // namespace
+
+void InstallCountingCpuAllocator() {
+  static CountingAllocator* allocator = [] {
+    auto* a = new CountingAllocator(c10::GetDefaultCPUAllocator());  // lives for the process
+    c10::SetCPUAllocator(a, /*priority=*/100);
+    return a;
+  }();
+  (void)allocator;
+}
+
+int64_t CountedCpuBytes() { return g_counted_bytes.load(); }
+
+}  // namespace pw::exec

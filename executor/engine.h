@@ -1,0 +1,139 @@
+// The executor's per-rank engine: builds this rank's stages from a plan,
+// runs one training step at a time through the interpreter, and steps AdamW.
+// Also the single-process reference model the tests compare against, the
+// sampler, and a counting CPU allocator for leak checks.
+//
+// Torch-free header (pimpl): the CLI and the tests include it without
+// compiling LibTorch; the implementation is engine.cc.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "executor/communicator.h"
+#include "executor/data.h"
+#include "schedules/plan.h"
+#include "schedules/status.h"
+
+namespace pw::exec {
+
+struct EngineOptions {
+  // Parameter and activation dtype: float64 (equivalence tests) or float32.
+  bool double_precision = false;
+  // Initial weights depend only on (init_seed, layer index): every placement
+  // of the same model starts from the same parameters.
+  uint64_t init_seed = 1234;
+  // AdamW (per stage; decoupled weight decay on every parameter).
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  // LibTorch intra-op threads for this process; 0 = leave the default.
+  // Several ranks on few cores want 1.
+  int intra_op_threads = 1;
+};
+
+// A tensor copied out as doubles, for comparisons without LibTorch.
+struct NamedValues {
+  std::string name;             // e.g. "block.3.attn_qkv.weight"
+  std::vector<int64_t> shape;
+  std::vector<double> values;   // row-major
+};
+
+struct StepReport {
+  double loss = 0.0;          // batch mean cross-entropy (nats/token), same on every rank
+  double step_s = 0.0;        // max over ranks: barrier -> optimizer step done
+  double makespan_s = 0.0;    // max over ranks: barrier -> last action (and its sends) done
+  double busy_s = 0.0;        // sum over ranks of F/B/I/W seconds
+  double bubble_ratio = 0.0;  // 1 - busy / (P * makespan), PLAN_FORMAT rule 8, measured
+  double wait_s = 0.0;        // this rank's seconds blocked in receives
+  int64_t tokens = 0;         // rows * seq_length of the batch
+};
+
+// Deferred weight-gradient memory of the last step, per stage of this rank.
+struct StashReport {
+  int stage = 0;
+  int64_t measured_bytes = 0;   // max over full-size microbatches of bytes held after I
+  int64_t predicted_bytes = 0;  // plan stages[].memory_bytes.wstash
+};
+
+class Engine {
+ public:
+  // Collective over `comm`. Agrees on the plan hash with every rank
+  // (AgreeOnPlan), runs PreflightCheck (world size, validation, model and
+  // training fields), then builds this rank's stages and optimizer.
+  // Errors: those of AgreeOnPlan / PreflightCheck (nothing computed yet);
+  // ComputeError if LibTorch fails to build a stage.
+  static StatusOr<std::unique_ptr<Engine>> Create(const Plan& plan, Communicator& comm, const EngineOptions& options);
+  ~Engine();
+
+  // One step on `batch` (all ranks pass the same batch; only the first
+  // stage's rank reads inputs, only the last stage's rank reads targets).
+  // Zeroes gradients, runs the rank's actions, steps AdamW if
+  // `apply_optimizer`, then gathers loss and timings. Collective.
+  // Errors: InvalidArgument if the batch shape differs from the plan's
+  // training fields; interpreter errors (rank, step, action, grid).
+  StatusOr<StepReport> Step(const TokenBatch& batch, bool apply_optimizer = true);
+
+  // This rank's parameters / gradients (undefined gradients as zeros).
+  std::vector<NamedValues> Parameters() const;
+  std::vector<NamedValues> Gradients() const;
+  std::vector<StashReport> Stash() const;
+  // Autograd graphs of the last step still alive after it (0 when sound).
+  int LiveGraphsAfterStep() const;
+  // Writes stage_<s>.pt for each stage of this rank into `dir` (created).
+  Status SaveStages(const std::string& dir) const;
+
+  const Plan& plan() const;
+  int rank() const;
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The same model in one process, one stage, plain LibTorch autograd (no split
+// linear, no microbatches): the reference of the equivalence tests.
+class ReferenceModel {
+ public:
+  // `model`: the HF config object. Errors: InvalidArgument from the config.
+  static StatusOr<std::unique_ptr<ReferenceModel>> Create(const nlohmann::json& model, const EngineOptions& options);
+  ~ReferenceModel();
+  // Mean cross-entropy over the whole batch, backward, then AdamW if asked.
+  StatusOr<double> Step(const TokenBatch& batch, bool apply_optimizer = true);
+  std::vector<NamedValues> Parameters() const;
+  std::vector<NamedValues> Gradients() const;
+
+ private:
+  struct Impl;
+  explicit ReferenceModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct SampleOptions {
+  std::string prompt = "\n";
+  int tokens = 200;           // bytes to generate
+  double temperature = 0.8;   // > 0
+  uint64_t seed = 42;
+};
+
+// Loads every stage of `plan` from `dir` (written by Engine::SaveStages on
+// all ranks) into one process and samples `tokens` bytes after the prompt.
+// Returns prompt + generated text. Errors: NotFound naming a missing stage
+// file; PreflightCheck's errors for the plan's model fields.
+StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const SampleOptions& options);
+
+// Replaces LibTorch's CPU allocator with a counting wrapper (idempotent).
+// Call before allocating the tensors to be counted.
+void InstallCountingCpuAllocator();
+// Bytes currently allocated through the counting allocator (all threads).
+int64_t CountedCpuBytes();
+
+}  // namespace pw::exec

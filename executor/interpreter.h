@@ -1,0 +1,67 @@
+// The interpreter: replays one rank's action list for one training step
+// (PLAN_FORMAT.md semantics), with a single switch over action types.
+// Torch-free: compute goes to a StageBackend (LibTorch in torch_backend.cc, a
+// fake in tests), messages to a Communicator.
+//
+//   RECV_*  posts a receive into a buffer the backend provides, stored under
+//           (type, stage, microbatch); the consuming compute waits on it just
+//           before it runs (F for RECV_F, I/B for RECV_B).
+//   SEND_*  posts a send of the buffer the backend produced; all sends are
+//           waited at the end of the step (post early, wait late).
+//   F/B/I/W run on the backend and are timed (busy seconds).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "executor/communicator.h"
+#include "schedules/action.h"
+#include "schedules/program.h"
+#include "schedules/status.h"
+
+namespace pw::exec {
+
+// A contiguous byte range owned by the backend.
+struct MessageBuffer {
+  void* data = nullptr;
+  int64_t bytes = 0;
+};
+
+class StageBackend {
+ public:
+  virtual ~StageBackend() = default;
+  // F(stage, mb). Its input is the data (stage 0), a completed receive
+  // (RecvBuffer of RECV_F), or the output of F(stage-1, mb) on this rank.
+  virtual Status Forward(int stage, int microbatch) = 0;
+  // B (input_only = false) or I (input_only = true) of (stage, mb). The
+  // output gradient is the loss (last stage), a completed RECV_B buffer, or
+  // the input gradient of I/B(stage+1, mb) on this rank.
+  virtual Status Backward(int stage, int microbatch, bool input_only) = 0;
+  // W(stage, mb): the weight gradients deferred by I(stage, mb).
+  virtual Status BackwardWeight(int stage, int microbatch) = 0;
+  // The bytes to send for SEND_F (F's output) or SEND_B (the input gradient
+  // of I/B). Valid until EndStep.
+  virtual StatusOr<MessageBuffer> SendBuffer(ActionType type, int stage, int microbatch) = 0;
+  // A fresh buffer of the exact expected size for RECV_F / RECV_B; the
+  // backend reads it when the consumer runs. Valid until EndStep.
+  virtual StatusOr<MessageBuffer> RecvBuffer(ActionType type, int stage, int microbatch) = 0;
+  // After every send completed: drop per-step state (messages, activations).
+  virtual Status EndStep() = 0;
+};
+
+struct RankStepTiming {
+  double busy_s = 0.0;    // sum of compute action durations on this rank
+  double end_s = 0.0;     // from the call's start to the last send completing
+  double wait_s = 0.0;    // time blocked in receive waits
+};
+
+// Runs `actions` (the rank's list from `program`) on `backend` and `comm`.
+// `step` is only used in messages. REQUIRES: program passed ValidateProgram,
+// and comm.rank() is the rank whose list is run.
+// Errors carry "rank r, step k, action i '<action>': ..." and the schedule
+// grid with the action marked: backend errors (ComputeError), comm errors
+// (CommError), and a compute whose cross-rank input was never received
+// (Internal: "computing 2F0 before receiving its input").
+StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communicator& comm, StageBackend& backend);
+
+}  // namespace pw::exec

@@ -1,0 +1,56 @@
+// MpiCommunicator: the Communicator over MPI point-to-point (CPU buffers;
+// Debian's Open MPI is not CUDA-aware, ECOSYSTEM §3.4). Channel = MPI tag, so
+// MPI's non-overtaking rule gives FIFO per (src, dst, direction).
+// <mpi.h> stays inside mpi_communicator.cc.
+#pragma once
+
+#include <memory>
+
+#include "executor/communicator.h"
+
+namespace pw::exec {
+
+// Owns MPI_Init/MPI_Finalize for the process (RAII). Create exactly one, in
+// main (or a test main), before any MpiCommunicator; destroy it last.
+class MpiEnvironment {
+ public:
+  // Initialises MPI (MPI_THREAD_FUNNELED) unless already initialised.
+  // Errors: CommError if MPI_Init fails.
+  static StatusOr<std::unique_ptr<MpiEnvironment>> Init(int* argc, char*** argv);
+  ~MpiEnvironment();  // MPI_Finalize if this object initialised MPI
+  MpiEnvironment(const MpiEnvironment&) = delete;
+  MpiEnvironment& operator=(const MpiEnvironment&) = delete;
+  // True if the process was started by an MPI launcher with more than... (any
+  // size): MPI_COMM_WORLD rank and size.
+  int world_rank() const;
+  int world_size() const;
+
+ private:
+  MpiEnvironment() = default;
+  bool owns_ = false;
+};
+
+class MpiCommunicator : public Communicator {
+ public:
+  // Duplicates MPI_COMM_WORLD (so messages never mix with other users of the
+  // world communicator). REQUIRES: an MpiEnvironment is alive.
+  static StatusOr<std::unique_ptr<MpiCommunicator>> Create();
+  ~MpiCommunicator() override;  // frees the duplicated communicator
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "mpi"; }
+  StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) override;
+  StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) override;
+  Status Wait(RequestId id) override;
+  StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
+  Status Barrier() override;
+
+ private:
+  struct Impl;
+  MpiCommunicator();
+  std::unique_ptr<Impl> impl_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace pw::exec

@@ -1,0 +1,37 @@
+// Pre-flight checks the executor runs before any compute. Torch-free.
+#pragma once
+
+#include "executor/communicator.h"
+#include "executor/plan_builder.h"
+#include "models/torch/gpt_config.h"
+#include "schedules/plan.h"
+#include "schedules/status.h"
+
+namespace pw::exec {
+
+// Collective: every rank contributes PlanHash(plan), or its error if it could
+// not load the plan. Returns OK only if every rank loaded a plan with the
+// same hash. Errors (the same on every rank, so all refuse together):
+// InvalidArgument "plan hash mismatch: rank 0 has 1a2b..., rank 2 has 9f..."
+// or the failing rank's own error prefixed with "rank r: ".
+Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm);
+
+// What the executor needs from a plan, checked.
+struct CheckedPlan {
+  models::GptConfig model;
+  TrainingShape training;
+};
+
+// Local checks, deterministic (same result on every rank):
+//  - world_size == plan.pp_size ("plan is for pp_size=4 but 3 ranks were
+//    started (mpirun -np 3)");
+//  - ValidateProgram on the plan's action lists, eager semantics (PLAN_FORMAT
+//    rules 1-6: completeness, order, pairing, FIFO, no deadlock); the message
+//    carries the grid with the stuck actions marked;
+//  - extra["model"] parses (gpt_config.h) and the stages' layer ranges cover
+//    exactly its N+2 layers;
+//  - extra["training"] (seq_length <= n_positions, microbatch sizes).
+// Errors: InvalidArgument naming the field or the problem.
+StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size);
+
+}  // namespace pw::exec

@@ -1,0 +1,114 @@
+// LibTorch side of the executor: the deferred weight-gradient store and the
+// StageBackend that runs F / B / I / W for the stages of one rank.
+// Included only by torch translation units (torch_backend.cc, engine.cc).
+// Dimension letters: b = rows of a microbatch, T = sequence length,
+// C = n_embd, V = vocab_size.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "executor/data.h"
+#include "executor/interpreter.h"
+#include "executor/plan_builder.h"
+#include "models/torch/gpt.h"
+#include "schedules/program.h"
+
+namespace pw::exec {
+
+// Holds, per (stage, microbatch), the (X, dY) pairs that I left for W, and
+// computes the weight gradients when W runs:
+//   dW += dY^T X  (out, in),  db += sum of dY over tokens  (out).
+// Not thread-safe; one store per rank, used from the rank's thread only.
+class WeightGradStore : public models::DeferredGradSink {
+ public:
+  // Brackets one backward call: `deferring` = this is an I (not a B).
+  void Begin(int stage, int microbatch, bool deferring);
+  void End();
+  bool Deferring() const override { return deferring_; }
+  void Push(models::DeferredGemm gemm) override;
+  // Runs the deferred GEMMs of (stage, microbatch) and frees them.
+  // Errors: Internal if I(stage, microbatch) did not run before.
+  Status Flush(int stage, int microbatch);
+  // Bytes (distinct storages) held now / held by one (stage, mb) after its I.
+  int64_t HeldBytes() const;
+  // Largest bytes held for a single (stage, microbatch), per stage, since the
+  // last ResetStats.
+  const std::map<int, int64_t>& PeakBytesPerStage() const { return peak_per_stage_; }
+  // Bytes held for each (stage, microbatch) right after its I, this step.
+  const std::map<std::pair<int, int>, int64_t>& BytesAfterI() const { return bytes_after_i_; }
+  void ResetStats();
+  bool Empty() const { return pending_.empty(); }
+
+ private:
+  static int64_t UniqueBytes(const std::vector<models::DeferredGemm>& gemms);
+  bool deferring_ = false;
+  std::pair<int, int> current_{-1, -1};
+  std::map<std::pair<int, int>, std::vector<models::DeferredGemm>> pending_;
+  std::map<int, int64_t> peak_per_stage_;
+  std::map<std::pair<int, int>, int64_t> bytes_after_i_;
+};
+
+// Runs this rank's stages. Tensors of a (stage, microbatch) live from its F
+// (or receive) until its I/B (activations) or W (stash), and messages until
+// EndStep; EndStep drops everything per-step.
+class TorchStageBackend : public StageBackend {
+ public:
+  // `stages`: this rank's stage modules by global stage index.
+  TorchStageBackend(const Program& program, int rank, const models::GptConfig& config, TrainingShape shape,
+                    torch::Dtype dtype, std::map<int, models::GptStage> stages);
+
+  // Starts a step on `batch` (REQUIRES: outlives the step): resets the loss
+  // sum and the stash statistics.
+  void BeginStep(const TokenBatch* batch) {
+    batch_ = batch;
+    loss_sum_ = 0.0;
+    store_.ResetStats();
+  }
+  // Sum over this step's microbatches of the weighted loss (last stage only).
+  double StepLoss() const { return loss_sum_; }
+  // Number of autograd graphs / activation tensors of the last step still
+  // alive after EndStep (must be 0), and their bytes.
+  int LiveGraphsAfterStep() const { return live_graphs_after_step_; }
+
+  Status Forward(int stage, int microbatch) override;
+  Status Backward(int stage, int microbatch, bool input_only) override;
+  Status BackwardWeight(int stage, int microbatch) override;
+  StatusOr<MessageBuffer> SendBuffer(ActionType type, int stage, int microbatch) override;
+  StatusOr<MessageBuffer> RecvBuffer(ActionType type, int stage, int microbatch) override;
+  Status EndStep() override;
+
+  WeightGradStore& store() { return store_; }
+  std::map<int, models::GptStage>& stages() { return stages_; }
+
+ private:
+  struct MicrobatchState {
+    torch::Tensor input;       // stage 0: tokens (b, T) int64; else leaf (b, T, C)
+    torch::Tensor output;      // (b, T, C), or the weighted loss () on the last stage; holds the graph
+    torch::Tensor recv_input;  // RECV_F buffer (b, T, C)
+    torch::Tensor recv_grad;   // RECV_B buffer (b, T, C)
+    torch::Tensor input_grad;  // (b, T, C) after I/B (stage > 0)
+    torch::Tensor send;        // contiguous tensor being sent (b, T, C)
+  };
+  std::vector<int64_t> MessageShape(int microbatch) const;  // {b, T, C}
+  std::string Where(const char* what, int stage, int microbatch) const;
+
+  const Program& program_;
+  int rank_;
+  models::GptConfig config_;
+  TrainingShape shape_;
+  torch::Dtype dtype_;
+  std::map<int, models::GptStage> stages_;
+  WeightGradStore store_;
+  const TokenBatch* batch_ = nullptr;
+  std::map<std::pair<int, int>, MicrobatchState> state_;
+  std::vector<std::weak_ptr<torch::autograd::Node>> graphs_;  // every F's graph, this step
+  double loss_sum_ = 0.0;
+  int live_graphs_after_step_ = 0;
+};
+
+}  // namespace pw::exec

@@ -1,0 +1,136 @@
+// `pipewright show INPUT`: draw one step of a plan, a PyTorch CSV or a
+// pipewright trace (simulated or measured) as a terminal timeline, SVG, HTML
+// page or Chrome/Perfetto trace; with --plan, diff a measured trace against
+// the simulation of the plan it ran.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "launch/commands.h"
+#include "launch/viz/ascii_timeline.h"
+#include "launch/viz/chrome_trace.h"
+#include "launch/viz/diff.h"
+#include "launch/viz/html_page.h"
+#include "launch/viz/load.h"
+#include "launch/viz/svg_timeline.h"
+#include "schedules/plan.h"
+
+namespace pw::cli {
+
+namespace {
+
+struct ShowOptions {
+  std::string input;
+  std::string format = "ascii";
+  std::string output;
+  std::string plan;  // diff against this plan's simulation
+  std::string color = "auto";
+  int width = 0;     // 0 = $COLUMNS or 120
+  std::string costs = "1,1,1";
+};
+
+StatusOr<StageCost> ParseCsvCosts(const std::string& text) {
+  std::vector<double> v;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    double x = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || x < 0)
+      return Status::InvalidArgument("--costs: '" + item + "' is not a non-negative number of seconds");
+    v.push_back(x);
+  }
+  if (v.size() != 3) return Status::InvalidArgument("--costs: expected F,I,W seconds, got '" + text + "'");
+  StageCost c;
+  c.f = v[0];
+  c.i = v[1];
+  c.w = v[2];
+  return c;
+}
+
+Status Run(const ShowOptions& o) {
+  viz::LoadOptions lo;
+  PW_ASSIGN_OR_RETURN(lo.csv_cost, ParseCsvCosts(o.costs));
+  PW_ASSIGN_OR_RETURN(viz::LoadedInput in, viz::LoadForShow(o.input, lo));
+  for (const std::string& n : in.notes) std::fprintf(stderr, "pipewright show: note: %s\n", n.c_str());
+  const bool to_stdout = o.output.empty() || o.output == "-";
+  int width = o.width;
+  if (width <= 0) {
+    const char* cols = std::getenv("COLUMNS");
+    width = cols && std::atoi(cols) >= 40 ? std::atoi(cols) : 120;
+  }
+  bool color = o.color == "always" || (o.color == "auto" && to_stdout && isatty(fileno(stdout)) &&
+                                       std::getenv("NO_COLOR") == nullptr);
+  std::string text;
+  if (!o.plan.empty()) {
+    if (in.kind != viz::InputKind::kTrace)
+      return Status::InvalidArgument("--plan: the diff view compares a trace (INPUT) with a plan; '" + o.input +
+                                     "' is not a trace");
+    PW_ASSIGN_OR_RETURN(Plan plan, ReadPlanFile(o.plan));
+    PW_ASSIGN_OR_RETURN(viz::Timeline sim, viz::TimelineOfPlan(plan, o.plan));
+    if (!in.plan_hash.empty() && in.plan_hash != PlanHash(plan))
+      std::fprintf(stderr, "pipewright show: note: the trace was recorded for plan %s, --plan %s hashes to %s\n",
+                   in.plan_hash.c_str(), o.plan.c_str(), PlanHash(plan).c_str());
+    StatusOr<viz::TimelineDiff> diff = viz::DiffTimelines(in.timeline, sim);
+    if (!diff.ok())
+      return Status::InvalidArgument(o.input + " vs --plan " + o.plan + ": " + diff.status().message());
+    if (o.format == "ascii") {
+      viz::AsciiOptions ao{width, color};
+      text = viz::RenderAscii(in.timeline, ao) + "\n" + viz::RenderAscii(sim, ao) + "\n" +
+             viz::RenderDiffText(*diff);
+    } else if (o.format == "html") {
+      text = viz::RenderDiffHtml(in.timeline, sim, *diff);
+    } else {
+      return Status::InvalidArgument("--format " + o.format + ": the diff view (--plan) is ascii or html");
+    }
+  } else if (o.format == "ascii") {
+    text = viz::RenderAscii(in.timeline, viz::AsciiOptions{width, color});
+  } else if (o.format == "svg") {
+    viz::SvgOptions so;
+    so.highlight = viz::HighlightOf(in.timeline, viz::CriticalPath(in.timeline));
+    text = viz::SvgDocument(in.timeline, so);
+  } else if (o.format == "html") {
+    text = viz::RenderHtmlPage(in.timeline);
+  } else {
+    text = viz::ChromeTraceJson(in.timeline, in.plan_hash);
+  }
+  if (to_stdout) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return Status::Ok();
+  }
+  return WriteFileAtomic(o.output, text);
+}
+
+}  // namespace
+
+void RegisterShowCommand(CLI::App& app, CommandContext& ctx) {
+  auto opts = std::make_shared<ShowOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "show", "Draw one step of a plan, PyTorch CSV or trace (terminal, SVG, HTML, Chrome/Perfetto trace)");
+  sub->add_option("input", opts->input,
+                  "A plan file (pipewright plan/schedule --format json), a PyTorch schedule CSV, or a pipewright "
+                  "trace (show --format trace, run --trace)")
+      ->required();
+  sub->add_option("--format", opts->format,
+                  "ascii (terminal) | svg | html (self-contained page) | trace (Chrome/Perfetto JSON, µs)")
+      ->check(CLI::IsMember({"ascii", "svg", "html", "trace"}))
+      ->capture_default_str();
+  sub->add_option("-o,--output", opts->output, "Write to FILE (atomically) instead of stdout");
+  sub->add_option("--plan", opts->plan,
+                  "Diff view: INPUT is a measured trace, PLAN the plan it ran (measured vs simulated per action, "
+                  "per-rank bubble, critical paths); --format ascii or html");
+  sub->add_option("--color", opts->color, "auto (when stdout is a terminal) | always | never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  sub->add_option("--width", opts->width, "Terminal columns for ascii (default $COLUMNS or 120)");
+  sub->add_option("--costs", opts->costs, "F,I,W seconds per microbatch of every stage, for a CSV input")
+      ->capture_default_str();
+  sub->callback([opts, &ctx]() {
+    Status st = Run(*opts);
+    if (!st.ok()) Fail(ctx, "show", st);
+  });
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,207 @@
+#include "models/torch/gpt.h"
+
+#include <cmath>
+#include <random>
+
+namespace pw::models {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Custom autograd function behind SplitLinear. forward: x (..., in),
+// w (out, in), b (out) or undefined -> y (..., out).
+struct SplitLinearFunction : public torch::autograd::Function<SplitLinearFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               const torch::Tensor& b, DeferredGradSink* sink) {
+    ctx->save_for_backward({x, w});
+    ctx->saved_data["sink"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(sink));
+    ctx->saved_data["has_bias"] = b.defined();
+    if (b.defined()) ctx->saved_data["bias"] = b;
+    return torch::linear(x, w, b);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];  // (..., in)
+    const torch::Tensor& w = saved[1];  // (out, in)
+    torch::Tensor dy = grad_outputs[0];  // (..., out)
+    auto* sink = reinterpret_cast<DeferredGradSink*>(static_cast<intptr_t>(ctx->saved_data["sink"].toInt()));
+    const bool has_bias = ctx->saved_data["has_bias"].toBool();
+    torch::Tensor dx = ctx->needs_input_grad(0) ? dy.matmul(w) : torch::Tensor();  // (..., in)
+    if (sink != nullptr && sink->Deferring()) {
+      DeferredGemm gemm;
+      gemm.weight = w;
+      if (has_bias) gemm.bias = ctx->saved_data["bias"].toTensor();
+      gemm.input = x;
+      gemm.grad_output = dy;
+      sink->Push(std::move(gemm));
+      return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+    const int64_t in = x.size(-1), out = dy.size(-1);
+    torch::Tensor dy2 = dy.reshape({-1, out});        // (N, out)
+    torch::Tensor dw = dy2.t().mm(x.reshape({-1, in}));  // (out, in)
+    torch::Tensor db = has_bias ? dy2.sum(0) : torch::Tensor();  // (out)
+    return {dx, dw, db, torch::Tensor()};
+  }
+};
+
+// Fills a tensor of `sizes` with N(0, stddev) from a std::mt19937_64 seeded
+// by `seed`: portable across LibTorch versions and thread-safe.
+torch::Tensor NormalInit(std::vector<int64_t> sizes, double stddev, uint64_t seed, torch::Dtype dtype) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> dist(0.0, stddev);
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  torch::Tensor t = torch::empty({n}, torch::TensorOptions().dtype(torch::kDouble));
+  double* p = t.data_ptr<double>();
+  for (int64_t i = 0; i < n; ++i) p[i] = dist(rng);
+  return t.reshape(sizes).to(dtype);
+}
+
+// Seeds of the parameters of one layer: distinct per (seed, layer, slot).
+uint64_t ParamSeed(uint64_t seed, int layer, int slot) {
+  return seed * 1000003ULL + static_cast<uint64_t>(layer) * 101ULL + static_cast<uint64_t>(slot);
+}
+
+void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dtype) {
+  torch::NoGradGuard no_grad;
+  lin->weight.copy_(NormalInit(lin->weight.sizes().vec(), stddev, seed, dtype));
+  if (lin->bias.defined()) lin->bias.zero_();
+}
+
+class EmbeddingLayer : public GptLayerImpl {
+ public:
+  EmbeddingLayer(const GptConfig& c, uint64_t seed, torch::Dtype dtype) {
+    wte = register_parameter("wte", NormalInit({c.vocab_size, c.n_embd}, 0.02, ParamSeed(seed, 0, 0), dtype));
+    wpe = register_parameter("wpe", NormalInit({c.n_positions, c.n_embd}, 0.01, ParamSeed(seed, 0, 1), dtype));
+  }
+  // tokens (b, T) int64 -> (b, T, C)
+  torch::Tensor forward(const torch::Tensor& tokens) override {
+    const int64_t T = tokens.size(1);
+    torch::Tensor tok = torch::embedding(wte, tokens);            // (b, T, C)
+    torch::Tensor pos = wpe.narrow(0, 0, T).unsqueeze(0);         // (1, T, C)
+    return tok + pos;                                             // (b, T, C)
+  }
+  torch::Tensor wte;  // (V, C)
+  torch::Tensor wpe;  // (n_positions, C)
+};
+
+class BlockLayer : public GptLayerImpl {
+ public:
+  BlockLayer(const GptConfig& c, int index, uint64_t seed, torch::Dtype dtype) : n_head_(c.n_head) {
+    const int64_t C = c.n_embd, F = c.n_inner;
+    auto ln = [&](const char* name) {
+      return register_module(name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({C}).eps(c.layer_norm_epsilon)));
+    };
+    ln_1 = ln("ln_1");
+    ln_2 = ln("ln_2");
+    qkv = register_module("attn_qkv", SplitLinear(C, 3 * C, true));
+    attn_proj = register_module("attn_proj", SplitLinear(C, C, true));
+    fc = register_module("mlp_fc", SplitLinear(C, F, true));
+    mlp_proj = register_module("mlp_proj", SplitLinear(F, C, true));
+    const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
+    InitLinear(qkv, 0.02, ParamSeed(seed, index, 0), dtype);
+    InitLinear(attn_proj, residual_std, ParamSeed(seed, index, 1), dtype);
+    InitLinear(fc, 0.02, ParamSeed(seed, index, 2), dtype);
+    InitLinear(mlp_proj, residual_std, ParamSeed(seed, index, 3), dtype);
+    this->to(dtype);
+  }
+  // x (b, T, C) -> (b, T, C)
+  torch::Tensor forward(const torch::Tensor& x) override {
+    const int64_t b = x.size(0), T = x.size(1), C = x.size(2), H = n_head_, D = C / H;
+    torch::Tensor qkv_out = qkv->forward(ln_1->forward(x));          // (b, T, 3C)
+    auto parts = qkv_out.split(C, /*dim=*/2);                        // 3 x (b, T, C)
+    torch::Tensor q = parts[0].view({b, T, H, D}).transpose(1, 2);   // (b, H, T, D)
+    torch::Tensor k = parts[1].view({b, T, H, D}).transpose(1, 2);   // (b, H, T, D)
+    torch::Tensor v = parts[2].view({b, T, H, D}).transpose(1, 2);   // (b, H, T, D)
+    torch::Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (b, H, T, T)
+    torch::Tensor mask = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool)).tril();     // (T, T)
+    att = att.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
+    att = torch::softmax(att, -1);                                   // (b, H, T, T)
+    torch::Tensor y = att.matmul(v);                                 // (b, H, T, D)
+    y = y.transpose(1, 2).contiguous().view({b, T, C});              // (b, T, C)
+    torch::Tensor h = x + attn_proj->forward(y);                     // (b, T, C)
+    torch::Tensor m = torch::gelu(fc->forward(ln_2->forward(h)));    // (b, T, F)
+    return h + mlp_proj->forward(m);                                 // (b, T, C)
+  }
+  torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  SplitLinear qkv{nullptr}, attn_proj{nullptr}, fc{nullptr}, mlp_proj{nullptr};
+
+ private:
+  int64_t n_head_;
+};
+
+class HeadLayer : public GptLayerImpl {
+ public:
+  HeadLayer(const GptConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
+    ln_f = register_module(
+        "ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)));
+    lm_head = register_module("lm_head", SplitLinear(c.n_embd, c.vocab_size, false));
+    InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
+    this->to(dtype);
+  }
+  // x (b, T, C) -> logits (b, T, V)
+  torch::Tensor forward(const torch::Tensor& x) override { return lm_head->forward(ln_f->forward(x)); }
+  torch::nn::LayerNorm ln_f{nullptr};
+  SplitLinear lm_head{nullptr};
+};
+
+}  // namespace
+
+SplitLinearImpl::SplitLinearImpl(int64_t in, int64_t out, bool with_bias) {
+  weight = register_parameter("weight", torch::empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
+}
+
+torch::Tensor SplitLinearImpl::forward(const torch::Tensor& x) {
+  if (sink_ == nullptr) return torch::linear(x, weight, bias);
+  return SplitLinearFunction::apply(x, weight, bias, sink_);
+}
+
+void GptLayerImpl::SetSink(DeferredGradSink* sink) {
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* lin = dynamic_cast<SplitLinearImpl*>(m.get())) lin->set_sink(sink);
+  }
+}
+
+std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
+  if (index == 0) return std::make_shared<EmbeddingLayer>(config, seed, dtype);
+  if (index == config.NumLayers() - 1) return std::make_shared<HeadLayer>(config, index, seed, dtype);
+  return std::make_shared<BlockLayer>(config, index, seed, dtype);
+}
+
+GptStageImpl::GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype)
+    : config_(config), begin_(begin), end_(end) {
+  const auto all_names = GptLayerNames(config);
+  for (int i = begin; i < end; ++i) {
+    names_.push_back(all_names[i]);
+    layers_.push_back(register_module("layer" + std::to_string(i), MakeGptLayer(config, i, seed, dtype)));
+  }
+}
+
+torch::Tensor GptStageImpl::forward(torch::Tensor x) {
+  for (auto& layer : layers_) x = layer->forward(x);
+  return x;
+}
+
+void GptStageImpl::SetSink(DeferredGradSink* sink) {
+  for (auto& layer : layers_) layer->SetSink(sink);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> GptStageImpl::NamedParameters() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (const auto& item : layers_[i]->named_parameters(/*recurse=*/true))
+      out.emplace_back(names_[i] + "." + item.key(), item.value());
+  }
+  return out;
+}
+
+torch::Tensor LanguageModelLoss(const torch::Tensor& logits, const torch::Tensor& targets) {
+  const int64_t V = logits.size(-1);
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}));  // scalar
+}
+
+}  // namespace pw::models

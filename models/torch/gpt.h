@@ -1,0 +1,107 @@
+// LibTorch GPT: a decoder-only transformer built layer by layer so that a
+// plan's `stages[].layers` range builds one pipeline stage (gpt_config.h has
+// the layer list). Dimension letters used in this file:
+//   b = rows (sequences) in a microbatch, T = sequence length, C = n_embd,
+//   H = n_head, D = C / H, F = n_inner, V = vocab_size.
+//
+// Split backward (zero-bubble I/W): every weight GEMM goes through
+// SplitLinear. With no sink, or a sink that does not defer, its backward
+// produces dX, dW and db at once (B). When the sink defers (an I action), its
+// backward produces only dX and hands (X, dY) to the sink, which computes dW
+// and db later (the W action). LayerNorm and embedding weight gradients are
+// cheap elementwise/scatter work and are always produced during I/B.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/torch/gpt_config.h"
+
+namespace pw::models {
+
+// What a weight GEMM leaves for its deferred weight gradient.
+struct DeferredGemm {
+  torch::Tensor weight;  // (out, in), the parameter (shares its grad)
+  torch::Tensor bias;    // (out) or undefined
+  torch::Tensor input;   // X: (..., in), as seen by the forward
+  torch::Tensor grad_output;  // dY: (..., out)
+};
+
+// Receives deferred weight-gradient work. Implemented by the executor's
+// weight-gradient store. Called from inside autograd backward (same thread).
+class DeferredGradSink {
+ public:
+  virtual ~DeferredGradSink() = default;
+  // True while an input-gradient-only backward (I) is running.
+  virtual bool Deferring() const = 0;
+  // Takes ownership of the tensors; called once per GEMM per I.
+  virtual void Push(DeferredGemm gemm) = 0;
+};
+
+// y = x W^T + b with a split-capable backward.
+class SplitLinearImpl : public torch::nn::Module {
+ public:
+  SplitLinearImpl(int64_t in, int64_t out, bool bias);
+  // x: (..., in) -> (..., out).
+  torch::Tensor forward(const torch::Tensor& x);
+  void set_sink(DeferredGradSink* sink) { sink_ = sink; }
+
+  torch::Tensor weight;  // (out, in)
+  torch::Tensor bias;    // (out) or undefined
+
+ private:
+  DeferredGradSink* sink_ = nullptr;  // not owned; nullptr = plain torch::linear autograd
+};
+TORCH_MODULE(SplitLinear);
+
+// One entry of the layer list. forward maps the layer's input to its output:
+// embedding: tokens (b, T) int64 -> (b, T, C); block: (b, T, C) -> (b, T, C);
+// head: (b, T, C) -> logits (b, T, V).
+class GptLayerImpl : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  // Routes every SplitLinear of the layer to `sink` (nullptr: plain autograd).
+  void SetSink(DeferredGradSink* sink);
+};
+
+// Builds layer `index` of the list with deterministic initial values that
+// depend only on (seed, index): the same layer is bit-identical whichever
+// stage or process builds it. GPT-2 init: N(0, 0.02) weights, residual
+// projections N(0, 0.02/sqrt(2N)), zero biases, LayerNorm (1, 0).
+// dtype: torch::kFloat or torch::kDouble.
+// REQUIRES: 0 <= index < config.NumLayers().
+std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, uint64_t seed,
+                                           torch::Dtype dtype);
+
+// A pipeline stage: layers [begin, end) in order.
+class GptStageImpl : public torch::nn::Module {
+ public:
+  GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype);
+  // x: tokens (b, T) int64 if begin == 0, else (b, T, C); returns (b, T, C),
+  // or logits (b, T, V) if the stage holds the head.
+  torch::Tensor forward(torch::Tensor x);
+  void SetSink(DeferredGradSink* sink);
+  // ("block.3.attn.qkv.weight", tensor) for every parameter, layer order.
+  std::vector<std::pair<std::string, torch::Tensor>> NamedParameters() const;
+
+  int begin() const { return begin_; }
+  int end() const { return end_; }
+  bool has_head() const { return end_ == config_.NumLayers(); }
+
+ private:
+  GptConfig config_;
+  int begin_ = 0, end_ = 0;
+  std::vector<std::string> names_;                    // layer names [begin, end)
+  std::vector<std::shared_ptr<GptLayerImpl>> layers_;  // registered as "layer<i>"
+};
+TORCH_MODULE(GptStage);
+
+// Mean token cross-entropy of logits (b, T, V) against targets (b, T) int64,
+// a scalar.
+torch::Tensor LanguageModelLoss(const torch::Tensor& logits, const torch::Tensor& targets);
+
+}  // namespace pw::models

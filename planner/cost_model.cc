@@ -1,0 +1,62 @@
+#include "planner/cost_model.h"
+
+#include <algorithm>
+
+namespace pw {
+
+LayerCostTable BuildLayerCosts(const ModelConfig& model, const DeviceSpec& device, const TrainingShape& shape) {
+  LayerCostTable t;
+  t.recompute = RecomputeName(shape.recompute);
+  t.micro_batch_size = shape.micro_batch_size;
+  t.seq_length = shape.seq_length;
+  t.model = model.raw;
+  t.comm = device.Comm();
+  for (const LayerSpec& spec : BuildLayerList(model)) {
+    const LayerFootprint fp = ComputeFootprint(model, spec, shape);
+    LayerCost c;
+    c.name = spec.name;
+    c.kind = LayerKindName(spec.kind);
+    c.f = device.ComputeSeconds(fp.flops_f) + device.MemorySeconds(fp.memory_traffic_f);
+    c.i = device.ComputeSeconds(fp.flops_i);
+    c.w = device.ComputeSeconds(fp.flops_w) + device.MemorySeconds(fp.memory_traffic_w);
+    c.activation_bytes = fp.activation_bytes;
+    c.wstash_bytes = fp.wstash_bytes;
+    c.static_bytes = fp.static_bytes;
+    c.output_bytes = fp.output_bytes;
+    c.transient_bytes = fp.transient_bytes;
+    t.layers.push_back(std::move(c));
+  }
+  return t;
+}
+
+StageSum SumStage(const LayerCostTable& table, int begin, int end) {
+  StageSum s;
+  s.cost.f = s.cost.i = s.cost.w = 0.0;
+  s.memory.activation = s.memory.wstash = 0;
+  for (int l = begin; l < end; ++l) {
+    const LayerCost& c = table.layers[l];
+    s.cost.f += c.f;
+    s.cost.i += c.i;
+    s.cost.w += c.w;
+    s.memory.static_bytes += c.static_bytes;
+    s.memory.activation += c.activation_bytes;
+    s.memory.wstash += c.wstash_bytes;
+    s.transient_bytes = std::max(s.transient_bytes, c.transient_bytes);
+  }
+  s.memory.send_forward = table.layers[end - 1].output_bytes;
+  s.memory.send_backward = begin > 0 ? table.layers[begin - 1].output_bytes : 0;
+  return s;
+}
+
+StageCosts BuildStageCosts(const LayerCostTable& table, const Boundaries& boundaries, const CommModel& comm) {
+  StageCosts out;
+  out.comm = comm;
+  for (size_t s = 0; s + 1 < boundaries.size(); ++s) {
+    StageSum sum = SumStage(table, boundaries[s], boundaries[s + 1]);
+    out.stages.push_back(sum.cost);
+    out.memory.push_back(sum.memory);
+  }
+  return out;
+}
+
+}  // namespace pw

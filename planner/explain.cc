@@ -1,0 +1,149 @@
+#include "planner/explain.h"
+
+#include <cctype>
+#include <cmath>
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+#include "planner/partition.h"
+
+namespace pw {
+
+std::string FormatBytes(int64_t bytes) {
+  char buf[64];
+  const double b = static_cast<double>(bytes);
+  if (std::llabs(bytes) >= (int64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(int64_t{1} << 30));
+  else if (std::llabs(bytes) >= (int64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(int64_t{1} << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  return buf;
+}
+
+StatusOr<int64_t> ParseBytes(const std::string& text) {
+  size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("--memory-limit '" + text + "': expected a size such as 80GiB, 80GB or 85899345920");
+  }
+  std::string unit;
+  for (size_t k = pos; k < text.size(); ++k)
+    if (!std::isspace(static_cast<unsigned char>(text[k]))) unit += static_cast<char>(std::tolower(text[k]));
+  double mult = 0;
+  if (unit.empty() || unit == "b") mult = 1;
+  else if (unit == "kib" || unit == "k") mult = 1024.0;
+  else if (unit == "mib" || unit == "m") mult = 1024.0 * 1024;
+  else if (unit == "gib" || unit == "g") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "tib" || unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb") mult = 1e3;
+  else if (unit == "mb") mult = 1e6;
+  else if (unit == "gb") mult = 1e9;
+  else if (unit == "tb") mult = 1e12;
+  if (mult == 0 || !(value > 0))
+    return Status::InvalidArgument("--memory-limit '" + text +
+                                   "': expected a positive size with unit B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB");
+  return static_cast<int64_t>(std::llround(value * mult));
+}
+
+namespace {
+
+std::string Row(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Row(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+double GiB(int64_t b) { return static_cast<double>(b) / double(int64_t{1} << 30); }
+
+}  // namespace
+
+std::string FormatCandidateTable(const SearchResult& r) {
+  std::string out;
+  out += Row("objective: %s (%s); memory limit per rank: %s; P=%d\n", ObjectiveField(r.objective),
+             r.objective == Objective::kMakespan ? "step ends at a global optimizer barrier"
+                                                 : "steps overlap, no global barrier",
+             r.memory_limit_bytes ? FormatBytes(*r.memory_limit_bytes).c_str() : "unlimited", r.pp_size);
+  out += Row("%-4s %-17s %2s %5s %3s %-9s %11s %11s %11s %7s %21s  %s\n", "rank", "schedule", "v", "m", "b",
+             "recompute", "step_s", "makespan_s", "steady_s", "bubble", "peak GiB/rank max/min", "layers per stage");
+  int rank = 0, rejected = 0;
+  for (size_t k = 0; k < r.candidates.size(); ++k) {
+    const Candidate& c = r.candidates[k];
+    if (!c.feasible) {
+      ++rejected;
+      continue;
+    }
+    int64_t mn = c.peak_bytes.empty() ? 0 : *std::min_element(c.peak_bytes.begin(), c.peak_bytes.end());
+    out += Row("%-4s %-17s %2d %5d %3lld %-9s %11.5f %11.5f %11.5f %7.4f %10.2f / %8.2f  %s\n",
+               (std::to_string(++rank) + (static_cast<int>(k) == r.chosen ? "*" : "")).c_str(), c.schedule.c_str(),
+               c.virtual_stages, c.batch.num_microbatches, static_cast<long long>(c.batch.micro_batch_size),
+               c.recompute.c_str(), c.step_s, c.makespan_s, c.steady_step_s, c.bubble_ratio, GiB(c.max_peak_bytes),
+               GiB(mn), FormatStageSizes(c.boundaries).c_str());
+  }
+  if (rank == 0) out += "(no candidate fits)\n";
+  if (rejected > 0) {
+    out += Row("rejected (%d):\n", rejected);
+    for (const Candidate& c : r.candidates)
+      if (!c.feasible)
+        out += Row("  %-17s v=%d m=%d b=%lld %-9s %s\n", c.schedule.c_str(), c.virtual_stages,
+                   c.batch.num_microbatches, static_cast<long long>(c.batch.micro_batch_size), c.recompute.c_str(),
+                   c.reason.c_str());
+  }
+  if (r.min_pp) {
+    if (r.min_pp->pp_size > 0) {
+      out += Row("smallest P that fits (full recompute, any schedule): %d\n", r.min_pp->pp_size);
+      if (r.min_pp->pp_size > 1)
+        out += Row("  P=%d fails: %s\n", r.min_pp->pp_size - 1, r.min_pp->smaller_reason.c_str());
+    } else {
+      out += Row("no P up to the layer count fits even with full recompute\n");
+    }
+  }
+  return out;
+}
+
+nlohmann::json CandidatesToJson(const SearchResult& r) {
+  nlohmann::json j;
+  j["objective"] = ObjectiveField(r.objective);
+  j["memory_limit_bytes"] = r.memory_limit_bytes ? nlohmann::json(*r.memory_limit_bytes) : nlohmann::json(nullptr);
+  j["chosen"] = r.chosen;
+  nlohmann::json list = nlohmann::json::array();
+  for (const Candidate& c : r.candidates) {
+    nlohmann::json e;
+    e["schedule"] = c.schedule;
+    e["v"] = c.virtual_stages;
+    e["m"] = c.batch.num_microbatches;
+    e["micro_batch_size"] = c.batch.micro_batch_size;
+    e["recompute"] = c.recompute;
+    e["feasible"] = c.feasible;
+    if (!c.feasible) e["reason"] = c.reason;
+    if (c.simulated) {
+      e["step_s"] = c.step_s;
+      e["makespan_s"] = c.makespan_s;
+      e["steady_step_s"] = c.steady_step_s;
+      e["bubble_ratio"] = c.bubble_ratio;
+      e["peak_memory_bytes"] = c.peak_bytes;
+    }
+    if (!c.boundaries.empty()) {
+      std::vector<int> sizes;
+      for (size_t s = 0; s + 1 < c.boundaries.size(); ++s) sizes.push_back(c.boundaries[s + 1] - c.boundaries[s]);
+      e["stage_layers"] = sizes;
+    }
+    list.push_back(e);
+  }
+  j["candidates"] = list;
+  if (r.min_pp) {
+    j["smallest_feasible_pp"] = r.min_pp->pp_size;
+    j["smaller_pp_reason"] = r.min_pp->smaller_reason;
+  }
+  return j;
+}
+
+}  // namespace pw

@@ -1,0 +1,64 @@
+#include "planner/memory_profile.h"
+
+#include <algorithm>
+
+namespace pw {
+
+MemoryProfile::MemoryProfile(const Program& program) {
+  const int P = program.pp_size;
+  walk_.resize(P);
+  stages_.resize(P);
+  single_pareto_.resize(P);
+  for (int r = 0; r < P; ++r) {
+    stages_[r] = program.StagesOfRank(r);
+    const size_t v = stages_[r].size();
+    std::vector<Point> held(v, Point{0, 0});
+    auto local = [&](int stage) {
+      return static_cast<size_t>(std::lower_bound(stages_[r].begin(), stages_[r].end(), stage) - stages_[r].begin());
+    };
+    for (const Action& a : program.ranks[r]) {
+      if (!IsCompute(a.type)) continue;
+      Point& p = held[local(a.stage)];
+      switch (a.type) {  // PLAN_FORMAT.md rule 7
+        case ActionType::kF: ++p.x; break;
+        case ActionType::kB: --p.x; break;
+        case ActionType::kI: --p.x; ++p.y; break;
+        case ActionType::kW: --p.y; break;
+        default: break;
+      }
+      if (a.type == ActionType::kF || a.type == ActionType::kI) walk_[r].push_back(held);  // only rises matter
+    }
+    if (v == 1) {
+      std::vector<Point> pts;
+      for (const auto& w : walk_[r]) pts.push_back(w[0]);
+      std::sort(pts.begin(), pts.end(), [](Point a, Point b) { return a.x != b.x ? a.x > b.x : a.y > b.y; });
+      int best_y = -1;
+      for (const Point& p : pts)  // descending x: keep points whose y beats every larger x
+        if (p.y > best_y) {
+          single_pareto_[r].push_back(p);
+          best_y = p.y;
+        }
+    }
+  }
+}
+
+int64_t MemoryProfile::RankDynamicPeak(int rank, const std::vector<StageMemory>& memory) const {
+  int64_t peak = 0;
+  for (const auto& point : walk_[rank]) {
+    int64_t m = 0;
+    for (size_t k = 0; k < point.size(); ++k) {
+      const StageMemory& s = memory[stages_[rank][k]];
+      m += s.activation * point[k].x + s.wstash * point[k].y;
+    }
+    peak = std::max(peak, m);
+  }
+  return peak;
+}
+
+int64_t MemoryProfile::SingleStagePeak(int rank, int64_t activation, int64_t wstash) const {
+  int64_t peak = 0;
+  for (const Point& p : single_pareto_[rank]) peak = std::max(peak, activation * p.x + wstash * p.y);
+  return peak;
+}
+
+}  // namespace pw

@@ -1,0 +1,523 @@
+#include "planner/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "planner/explain.h"
+#include "planner/memory_profile.h"
+#include "planner/partition.h"
+#include "schedules/lower.h"
+#include "schedules/registry.h"
+#include "schedules/validate.h"
+
+namespace pw {
+
+const char* ObjectiveField(Objective o) { return o == Objective::kMakespan ? "makespan_s" : "steady_step_s"; }
+
+StatusOr<Objective> ParseObjective(const std::string& text) {
+  if (text == "makespan") return Objective::kMakespan;
+  if (text == "steady") return Objective::kSteady;
+  return Status::InvalidArgument("--objective must be makespan or steady, got '" + text + "'");
+}
+
+StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
+  auto equal = [](int64_t b, int m) {
+    BatchSplit s;
+    s.micro_batch_size = b;
+    s.num_microbatches = m;
+    s.global_batch_size = b * m;
+    s.microbatch_sizes.assign(m, b);
+    return s;
+  };
+  if (o.micro_batch_size && *o.micro_batch_size < 1)
+    return Status::InvalidArgument("--micro-batch-size must be >= 1, got " + std::to_string(*o.micro_batch_size));
+  if (o.num_microbatches && *o.num_microbatches < 1)
+    return Status::InvalidArgument("--num-microbatches must be >= 1, got " + std::to_string(*o.num_microbatches));
+  if (o.global_batch_size && *o.global_batch_size < 1)
+    return Status::InvalidArgument("--global-batch-size must be >= 1, got " + std::to_string(*o.global_batch_size));
+  if (!o.global_batch_size && !o.num_microbatches)
+    return Status::InvalidArgument("give --global-batch-size (with or without --micro-batch-size) or --num-microbatches");
+  if (!o.global_batch_size) return std::vector<BatchSplit>{equal(o.micro_batch_size.value_or(1), *o.num_microbatches)};
+  const int64_t G = *o.global_batch_size;
+  if (o.num_microbatches) {
+    const int m = *o.num_microbatches;
+    if (G < m)
+      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is smaller than --num-microbatches " +
+                                     std::to_string(m) + ": a microbatch cannot be empty");
+    if (G % m == 0) {
+      if (o.micro_batch_size && *o.micro_batch_size * m != G)
+        return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " != --micro-batch-size " +
+                                       std::to_string(*o.micro_batch_size) + " x --num-microbatches " +
+                                       std::to_string(m));
+      return std::vector<BatchSplit>{equal(G / m, m)};
+    }
+    if (o.micro_batch_size)
+      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not --micro-batch-size " +
+                                     std::to_string(*o.micro_batch_size) + " x --num-microbatches " +
+                                     std::to_string(m) + "; drop --micro-batch-size to allow unequal microbatches");
+    // Unequal microbatches: G = q m + r; the first r take q + 1 sequences.
+    BatchSplit s;
+    s.num_microbatches = m;
+    s.global_batch_size = G;
+    for (int k = 0; k < m; ++k) s.microbatch_sizes.push_back(G / m + (k < G % m ? 1 : 0));
+    s.micro_batch_size = s.microbatch_sizes.front();
+    return std::vector<BatchSplit>{s};
+  }
+  if (o.micro_batch_size) {
+    const int64_t b = *o.micro_batch_size;
+    if (G % b != 0) {
+      int64_t lo = G / b * b, hi = lo + b;
+      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not divisible by --micro-batch-size " +
+                                     std::to_string(b) + " (Megatron asserts the same); use --global-batch-size " +
+                                     (lo > 0 ? std::to_string(lo) + " or " : std::string()) + std::to_string(hi) +
+                                     ", or --num-microbatches for unequal microbatches");
+    }
+    return std::vector<BatchSplit>{equal(b, static_cast<int>(G / b))};
+  }
+  std::vector<BatchSplit> out;
+  for (int64_t b : {1, 2, 4, 8})
+    if (G % b == 0) out.push_back(equal(b, static_cast<int>(G / b)));
+  return out;
+}
+
+StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOptions& o, int64_t b, Recompute r) {
+  if (model.table) {
+    const LayerCostTable& t = *model.table;
+    if (t.recompute != RecomputeName(r))
+      return Status::InvalidArgument("the layer-cost file was made with recompute '" + t.recompute +
+                                     "'; --recompute-granularity " + RecomputeName(r) + " needs other costs");
+    if (t.micro_batch_size > 0 && t.micro_batch_size != b)
+      return Status::InvalidArgument("the layer-cost file was made for micro-batch size " +
+                                     std::to_string(t.micro_batch_size) + "; --micro-batch-size " + std::to_string(b) +
+                                     " needs other costs");
+    LayerCostTable copy = t;
+    if (!copy.comm && model.device) copy.comm = model.device->Comm();
+    return copy;
+  }
+  if (!model.config) return Status::InvalidArgument("no model: give --model-config");
+  if (!model.device) return Status::InvalidArgument("a HF model config needs --device");
+  TrainingShape shape;
+  shape.micro_batch_size = b;
+  shape.seq_length = o.seq_length > 0 ? o.seq_length : model.config->max_positions;
+  shape.recompute = r;
+  shape.precision = o.precision;
+  return BuildLayerCosts(*model.config, *model.device, shape);
+}
+
+namespace {
+
+constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+
+struct Search {
+  const PlannerModel& model;
+  const PlannerOptions& opt;
+  int64_t limit = kUnlimited;
+  std::map<std::pair<int64_t, int>, LayerCostTable> tables;  // (b, recompute) -> costs
+
+  StatusOr<const LayerCostTable*> Table(int64_t b, Recompute r) {
+    auto key = std::make_pair(b, static_cast<int>(r));
+    auto it = tables.find(key);
+    if (it == tables.end()) {
+      PW_ASSIGN_OR_RETURN(LayerCostTable t, CostsFor(model, opt, b, r));
+      it = tables.emplace(key, std::move(t)).first;
+    }
+    return &it->second;
+  }
+
+  std::string LimitText() const { return FormatBytes(limit); }
+
+  // Fills c.* from a simulation of `lowered`.
+  void Record(Candidate& c, const Program& lowered, const StageCosts& costs, const SimResult& sim,
+              const std::vector<int64_t>& transient) {
+    c.simulated = true;
+    c.makespan_s = sim.makespan_s;
+    c.steady_step_s = sim.steady_step_s;
+    c.bubble_ratio = sim.bubble_ratio;
+    c.step_s = opt.objective == Objective::kMakespan ? sim.makespan_s : sim.steady_step_s;
+    c.peak_bytes.clear();
+    c.static_bytes.clear();
+    c.max_peak_bytes = 0;
+    for (int r = 0; r < lowered.pp_size; ++r) {
+      c.peak_bytes.push_back(sim.per_rank[r].peak_memory_bytes + transient[r]);
+      c.static_bytes.push_back(sim.per_rank[r].start_memory_bytes);
+      c.max_peak_bytes = std::max(c.max_peak_bytes, c.peak_bytes.back());
+    }
+  }
+
+  // Evaluates one candidate (schedule, v, batch, recompute) in place.
+  void Evaluate(Candidate& c, Recompute rc, const StageOverrides& overrides) {
+    const int P = opt.pp_size, v = c.virtual_stages, S = P * v, m = c.batch.num_microbatches;
+    auto table_or = Table(c.batch.micro_batch_size, rc);
+    if (!table_or.ok()) {
+      c.reason = "costs: " + table_or.status().message();
+      return;
+    }
+    const LayerCostTable& table = **table_or;
+    const int L = static_cast<int>(table.layers.size());
+    if (S > L) {
+      c.reason = "S = P*v = " + std::to_string(S) + " stages > " + std::to_string(L) + " layers";
+      return;
+    }
+    // The order of a fixed-order family does not depend on costs; its unit
+    // program gives the memory walk for the partitioner.
+    ScheduleRequest unit;
+    unit.schedule = c.schedule;
+    unit.pp_size = P;
+    unit.num_microbatches = m;
+    unit.virtual_stages = v;
+    auto unit_prog = GenerateSchedule(unit);
+    if (!unit_prog.ok()) {
+      c.reason = "generator: " + unit_prog.status().ToString();
+      return;
+    }
+    const MemoryProfile profile(*unit_prog);
+    const std::vector<int>& s2r = unit_prog->stage_to_rank;
+    const std::vector<double> seconds = LayerSeconds(table);
+    StageFits fits;
+    if (limit != kUnlimited) {
+      // v = 1: exact (the rank's walk); v > 1: each stage within limit / v
+      // with its own walk peak (a sufficient condition, tried only when the
+      // time-optimal split does not fit).
+      fits = [&, v](int k, int i, int j) {
+        StageSum s = SumStage(table, i, j);
+        int64_t peak = s.memory.static_bytes + s.transient_bytes;
+        if (v == 1) return peak + profile.SingleStagePeak(s2r[k], s.memory.activation, s.memory.wstash) <= limit;
+        std::vector<StageMemory> one(S, StageMemory{0, 0, 0, 0, 0});
+        one[k] = s.memory;
+        return peak + profile.RankDynamicPeak(s2r[k], one) <= limit / v;
+      };
+    }
+    auto rank_peaks = [&](const Boundaries& b, std::vector<int64_t>* transient) {
+      StageCosts sc = BuildStageCosts(table, b, CommModel{});
+      std::vector<int64_t> peaks(P, 0);
+      transient->assign(P, 0);
+      for (int s = 0; s < S; ++s) {
+        peaks[s2r[s]] += sc.memory[s].static_bytes;
+        (*transient)[s2r[s]] = std::max((*transient)[s2r[s]], SumStage(table, b[s], b[s + 1]).transient_bytes);
+      }
+      for (int r = 0; r < P; ++r) peaks[r] += profile.RankDynamicPeak(r, sc.memory) + (*transient)[r];
+      return peaks;
+    };
+    auto over_limit = [&](const std::vector<int64_t>& peaks) {
+      return std::max_element(peaks.begin(), peaks.end()) - peaks.begin();
+    };
+    // Partition: time-optimal first; with a limit and v = 1 the exact
+    // memory-aware DP; for v > 1 the time-optimal split if it fits, else the
+    // sufficient per-stage budget.
+    auto free_split = PartitionLayers(seconds, S, {}, overrides);
+    if (!free_split.ok()) {
+      c.reason = "partition: " + free_split.status().message();
+      return;
+    }
+    Boundaries chosen = free_split->boundaries;
+    std::vector<int64_t> transient;
+    std::vector<int64_t> peaks = rank_peaks(chosen, &transient);
+    const int worst = static_cast<int>(over_limit(peaks));
+    if (peaks[worst] > limit) {
+      auto fit_split = PartitionLayers(seconds, S, fits, overrides);
+      if (!fit_split.ok()) {
+        c.boundaries = chosen;
+        const int64_t st = SumStaticOfRank(table, chosen, s2r, worst);
+        c.reason = "memory: no split into " + std::to_string(S) + " stages fits " + LimitText() +
+                   " per rank; the time-optimal split (" + FormatStageSizes(chosen) + " layers) needs " +
+                   FormatBytes(peaks[worst]) + " on rank " + std::to_string(worst) + " (static " + FormatBytes(st) +
+                   ", activations+stash+workspace " + FormatBytes(peaks[worst] - st) + ")";
+        return;
+      }
+      chosen = fit_split->boundaries;
+      peaks = rank_peaks(chosen, &transient);
+    }
+    c.boundaries = chosen;
+    // Generate with the real costs and activation limit, validate, lower,
+    // validate, simulate.
+    const CommModel comm = table.comm.value_or(CommModel{});
+    ScheduleRequest req = unit;
+    req.costs = BuildStageCosts(table, chosen, comm);
+    if (limit != kUnlimited) {
+      int64_t act = kUnlimited;
+      for (int r = 0; r < P; ++r) {
+        int64_t st = 0;
+        for (int s = 0; s < S; ++s)
+          if (s2r[s] == r) st += req.costs.memory[s].static_bytes;
+        act = std::min(act, limit - st - transient[r]);
+      }
+      req.memory_limit = static_cast<double>(std::max<int64_t>(act, 0));
+    }
+    auto prog = GenerateSchedule(req);
+    if (!prog.ok()) {
+      c.reason = "generator: " + prog.status().ToString();
+      return;
+    }
+    Status st = ValidateProgram(*prog);
+    if (!st.ok()) {
+      c.reason = "validator (compute order): " + FirstLine(st.ToString());
+      return;
+    }
+    auto lowered = AddSendRecv(*prog, req.costs);
+    if (!lowered.ok()) {
+      c.reason = "lowering: " + FirstLine(lowered.status().ToString());
+      return;
+    }
+    st = ValidateProgram(*lowered);
+    if (!st.ok()) {
+      c.reason = "validator: " + FirstLine(st.ToString());
+      return;
+    }
+    auto sim = Simulate(*lowered, req.costs);
+    if (!sim.ok()) {
+      c.reason = "simulator: " + FirstLine(sim.status().ToString());
+      return;
+    }
+    Record(c, *lowered, req.costs, *sim, transient);
+    const int w = static_cast<int>(std::max_element(c.peak_bytes.begin(), c.peak_bytes.end()) - c.peak_bytes.begin());
+    if (c.peak_bytes[w] > limit) {
+      c.reason = "memory: rank " + std::to_string(w) + " peak " + FormatBytes(c.peak_bytes[w]) + " > --memory-limit " +
+                 LimitText() + " (static " + FormatBytes(c.static_bytes[w]) + ", activations+stash+workspace " +
+                 FormatBytes(c.peak_bytes[w] - c.static_bytes[w]) + ")";
+      return;
+    }
+    c.feasible = true;
+    auto art = std::make_shared<CandidateArtifacts>();
+    art->lowered = std::move(*lowered);
+    art->costs = std::move(req.costs);
+    art->sim = std::move(*sim);
+    art->table = table;
+    c.artifacts = std::move(art);
+  }
+
+  static int64_t SumStaticOfRank(const LayerCostTable& t, const Boundaries& b, const std::vector<int>& s2r, int r) {
+    int64_t st = 0;
+    for (size_t s = 0; s + 1 < b.size(); ++s)
+      if (s2r[s] == r) st += SumStage(t, b[s], b[s + 1]).memory.static_bytes;
+    return st;
+  }
+
+  static std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+};
+
+// The schedules to search, validated.
+StatusOr<std::vector<ScheduleInfo>> Families(const PlannerOptions& o) {
+  std::vector<ScheduleInfo> out;
+  std::vector<std::string> names = o.schedules;
+  if (names.empty() || (names.size() == 1 && names[0] == "auto")) names = ScheduleNames();
+  for (const std::string& n : names) {
+    PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(n));
+    if (std::none_of(out.begin(), out.end(), [&](const ScheduleInfo& i) { return i.name == info.name; }))
+      out.push_back(info);
+  }
+  return out;
+}
+
+std::vector<Recompute> RecomputeOptions(const PlannerModel& model, const PlannerOptions& o) {
+  if (o.recompute) return {*o.recompute};
+  if (model.table) {
+    auto r = ParseRecompute(model.table->recompute);
+    return {r.ok() ? *r : Recompute::kNone};
+  }
+  return {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+}
+
+}  // namespace
+
+StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const PlannerOptions& o) {
+  if (o.pp_size < 1) return Status::InvalidArgument("--pp must be >= 1, got " + std::to_string(o.pp_size));
+  if (o.virtual_stages && *o.virtual_stages < 1)
+    return Status::InvalidArgument("--num-virtual-stages-per-pipeline-rank must be >= 1, got " +
+                                   std::to_string(*o.virtual_stages));
+  if (o.seq_length < 0) return Status::InvalidArgument("--seq-length must be >= 1, got " + std::to_string(o.seq_length));
+  PW_ASSIGN_OR_RETURN(std::vector<ScheduleInfo> families, Families(o));
+  PW_ASSIGN_OR_RETURN(std::vector<BatchSplit> batches, ResolveBatch(o));
+  if (batches.empty())
+    return Status::InvalidArgument("--global-batch-size " + std::to_string(*o.global_batch_size) +
+                                   " is not divisible by any micro-batch size tried (1, 2, 4, 8); give --micro-batch-size");
+  const std::vector<Recompute> recomputes = RecomputeOptions(model, o);
+  Search search{model, o, kUnlimited, {}};
+  if (o.memory_limit_bytes) {
+    if (*o.memory_limit_bytes <= 0)
+      return Status::InvalidArgument("--memory-limit must be > 0, got " + std::to_string(*o.memory_limit_bytes));
+    search.limit = *o.memory_limit_bytes;
+  } else if (model.device) {
+    search.limit = model.device->memory_bytes;
+  }
+  // Flag errors first (they hold for every candidate): the layer count and
+  // the first/last-stage overrides at the smallest S = P.
+  PW_ASSIGN_OR_RETURN(const LayerCostTable* probe, search.Table(batches[0].micro_batch_size, recomputes[0]));
+  const int L = static_cast<int>(probe->layers.size());
+  if (o.pp_size > L)
+    return Status::InvalidArgument("--pp " + std::to_string(o.pp_size) + " is more than the model's " +
+                                   std::to_string(L) + " layers (embedding + blocks + head): a stage cannot be empty");
+  PW_RETURN_IF_ERROR(
+      ResolveStageOverrides(*probe, o.pp_size, o.first_stage_num_layers, o.last_stage_num_layers).status());
+
+  SearchResult result;
+  result.objective = o.objective;
+  result.pp_size = o.pp_size;
+  if (search.limit != kUnlimited) result.memory_limit_bytes = search.limit;
+  std::vector<Candidate> all;
+  for (const ScheduleInfo& f : families) {
+    std::vector<int> vs;
+    if (o.virtual_stages) {
+      vs.push_back(*o.virtual_stages);
+    } else {
+      // v = 1 of a multi-stage family (default v > 1) is its single-stage
+      // parent (interleaved-1f1b at v = 1 is 1f1b): not searched twice.
+      int lo = std::max(f.min_virtual_stages, f.default_virtual_stages > 1 ? 2 : 1);
+      int hi = f.max_virtual_stages > 0 ? f.max_virtual_stages : o.max_virtual_stages;
+      hi = std::min(hi, std::max(lo, o.max_virtual_stages));
+      for (int v = lo; v <= hi; ++v) vs.push_back(v);
+    }
+    for (int v : vs)
+      for (const BatchSplit& b : batches)
+        for (Recompute rc : recomputes) {
+          Candidate c;
+          c.schedule = f.name;
+          c.virtual_stages = v;
+          c.batch = b;
+          c.recompute = RecomputeName(rc);
+          if (v < f.min_virtual_stages || (f.max_virtual_stages > 0 && v > f.max_virtual_stages)) {
+            c.reason = f.display_name + " needs v in [" + std::to_string(f.min_virtual_stages) + ", " +
+                       (f.max_virtual_stages > 0 ? std::to_string(f.max_virtual_stages) : std::string("inf")) +
+                       "], --num-virtual-stages-per-pipeline-rank is " + std::to_string(v);
+          } else {
+            auto tab = search.Table(b.micro_batch_size, rc);
+            if (!tab.ok()) {
+              c.reason = "costs: " + tab.status().message();
+            } else {
+              auto ov = ResolveStageOverrides(**tab, o.pp_size * v, o.first_stage_num_layers, o.last_stage_num_layers);
+              if (!ov.ok())
+                c.reason = ov.status().message();
+              else
+                search.Evaluate(c, rc, *ov);
+            }
+          }
+          all.push_back(std::move(c));
+        }
+  }
+  // Rank: feasible by (step, max peak, search order); then rejected in search order.
+  std::vector<size_t> order(all.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Candidate &x = all[a], &y = all[b];
+    if (x.feasible != y.feasible) return x.feasible;
+    if (!x.feasible) return false;
+    if (x.step_s != y.step_s) return x.step_s < y.step_s;
+    return x.max_peak_bytes < y.max_peak_bytes;
+  });
+  for (size_t k : order) result.candidates.push_back(std::move(all[k]));
+  if (!result.candidates.empty() && result.candidates[0].feasible) result.chosen = 0;
+  // Only the chosen candidate keeps its program and simulation.
+  for (size_t k = 1; k < result.candidates.size(); ++k) result.candidates[k].artifacts.reset();
+  return result;
+}
+
+StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const PlannerOptions& options, int max_pp) {
+  MinPipeline out;
+  std::string previous;
+  for (int P = 1; P <= max_pp; ++P) {
+    PlannerOptions o = options;
+    o.pp_size = P;
+    o.recompute = Recompute::kFull;
+    if (model.table) o.recompute.reset();  // a cost file fixes its own recompute
+    o.find_min_pp = false;
+    if (o.first_stage_num_layers || o.last_stage_num_layers) {
+      o.first_stage_num_layers.reset();
+      o.last_stage_num_layers.reset();
+    }
+    auto r = EvaluateCandidates(model, o);
+    if (!r.ok()) {
+      if (r.status().code() == StatusCode::kInvalidArgument && P > 1) break;  // e.g. P > layers
+      return r.status();
+    }
+    if (r->chosen >= 0) {
+      out.pp_size = P;
+      out.smaller_reason = previous;
+      return out;
+    }
+    // The closest rejection: a memory one with the smallest peak, else the first.
+    const Candidate* best = nullptr;
+    for (const Candidate& c : r->candidates) {
+      if (c.reason.rfind("memory", 0) != 0) continue;
+      if (!best || (c.max_peak_bytes > 0 && c.max_peak_bytes < best->max_peak_bytes)) best = &c;
+    }
+    if (!best && !r->candidates.empty()) best = &r->candidates.front();
+    previous = best ? best->schedule + " v=" + std::to_string(best->virtual_stages) +
+                          " b=" + std::to_string(best->batch.micro_batch_size) + " recompute=" + best->recompute +
+                          ": " + best->reason
+                    : "";
+  }
+  out.smaller_reason = previous;
+  return out;
+}
+
+StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptions& options) {
+  PW_ASSIGN_OR_RETURN(SearchResult r, EvaluateCandidates(model, options));
+  if (options.find_min_pp) {
+    int max_pp = 0;
+    for (const Candidate& c : r.candidates)
+      if (!c.boundaries.empty()) max_pp = std::max(max_pp, c.boundaries.back());
+    if (max_pp == 0) {
+      auto t = CostsFor(model, options, r.candidates.empty() ? 1 : r.candidates[0].batch.micro_batch_size,
+                        Recompute::kNone);
+      max_pp = t.ok() ? static_cast<int>(t->layers.size()) : options.pp_size;
+    }
+    // Above the requested P only when it failed; below it to say why smaller P fail.
+    PW_ASSIGN_OR_RETURN(MinPipeline mp, FindSmallestPipeline(model, options, r.chosen >= 0 ? options.pp_size : max_pp));
+    r.min_pp = mp;
+  }
+  if (r.chosen < 0) {
+    std::string msg = "no candidate fits on P=" + std::to_string(options.pp_size) + " ranks";
+    if (r.memory_limit_bytes) msg += " with --memory-limit " + FormatBytes(*r.memory_limit_bytes);
+    if (r.min_pp) {
+      if (r.min_pp->pp_size > 0)
+        msg += "; the smallest P that fits (full recompute) is " + std::to_string(r.min_pp->pp_size) +
+               (r.min_pp->pp_size > 1 ? "; at P=" + std::to_string(r.min_pp->pp_size - 1) + ": " + r.min_pp->smaller_reason
+                                      : std::string());
+      else
+        msg += "; no P up to the layer count fits even with full recompute (" + r.min_pp->smaller_reason + ")";
+    }
+    msg += "\n" + FormatCandidateTable(r);
+    return Status::Infeasible(msg);
+  }
+  return r;
+}
+
+StatusOr<Plan> BuildPlan(const SearchResult& r, const PlannerModel& model, const PlannerOptions& o) {
+  if (r.chosen < 0 || !r.candidates[r.chosen].artifacts)
+    return Status::InvalidArgument("no feasible candidate to write a plan for");
+  const Candidate& c = r.candidates[r.chosen];
+  const CandidateArtifacts& a = *c.artifacts;
+  Plan plan = MakePlan(c.schedule, a.lowered, a.costs, a.sim, r.memory_limit_bytes);
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    plan.stages[s].layer_begin = c.boundaries[s];
+    plan.stages[s].layer_end = c.boundaries[s + 1];
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerCost& l : a.table.layers) layers.push_back(l.name);
+  if (model.config)
+    plan.extra["model"] = model.config->raw;
+  else if (!a.table.model.is_null())
+    plan.extra["model"] = a.table.model;
+  plan.extra["layers"] = layers;
+  int64_t seq = o.seq_length > 0 ? o.seq_length : (model.config ? model.config->max_positions : a.table.seq_length);
+  plan.extra["training"] = {{"micro_batch_size", c.batch.micro_batch_size},
+                            {"seq_length", seq},
+                            {"global_batch_size", c.batch.global_batch_size},
+                            {"microbatch_sizes", c.batch.microbatch_sizes},
+                            {"recompute", c.recompute},
+                            {"dtype", PrecisionName(o.precision)},
+                            {"optimizer", "adamw"},
+                            {"loss_weighting", "per-sequence: each microbatch's loss is weighted by its size / global_batch_size"}};
+  nlohmann::json planner = CandidatesToJson(r);
+  if (model.device) planner["device"] = DeviceSpecToJson(*model.device);
+  std::vector<int64_t> transient;
+  for (size_t k = 0; k < c.peak_bytes.size(); ++k)
+    transient.push_back(c.peak_bytes[k] - a.sim.per_rank[k].peak_memory_bytes);
+  planner["recompute_workspace_bytes_per_rank"] = transient;
+  plan.extra["planner"] = planner;
+  return plan;
+}
+
+}  // namespace pw

@@ -1,0 +1,159 @@
+// The planner's search: "this model, these devices, this batch" -> ranked
+// candidates (schedule family x v x micro-batch size/m x recompute) -> the
+// best plan. Every candidate goes through the schedules core: partition
+// (partition.h), generate (registry.h), validate and lower (validate.h,
+// lower.h), simulate (simulate.h). Candidates whose predicted per-rank peak
+// exceeds the memory limit are rejected, and every rejection keeps its reason
+// with the numbers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/spec/device.h"
+#include "models/spec/footprint.h"
+#include "models/spec/layer_costs.h"
+#include "models/spec/model_config.h"
+#include "planner/cost_model.h"
+#include "schedules/plan.h"
+#include "schedules/program.h"
+#include "schedules/simulate.h"
+#include "schedules/status.h"
+
+namespace pw {
+
+// Which step time the planner minimises (PLAN_FORMAT.md rules 8-9).
+enum class Objective {
+  kMakespan,  // `makespan_s`: a global optimizer barrier ends each step (e.g. global grad-norm clipping)
+  kSteady,    // `steady_step_s`: no barrier; consecutive steps overlap (ZB paper "post-validation", §4)
+};
+// "makespan_s" or "steady_step_s".
+const char* ObjectiveField(Objective o);
+// Parses "makespan" | "steady". InvalidArgument names --objective.
+StatusOr<Objective> ParseObjective(const std::string& text);
+
+// The user's request. Flag names in errors are the CLI's (Megatron style).
+struct PlannerOptions {
+  int pp_size = 0;                             // --pipeline-model-parallel-size / --pp (P)
+  std::optional<int> num_microbatches;         // --num-microbatches (m)
+  std::optional<int64_t> micro_batch_size;     // --micro-batch-size (b); unset = try 1, 2, 4, 8
+  std::optional<int64_t> global_batch_size;    // --global-batch-size (sequences per step)
+  int64_t seq_length = 0;                      // --seq-length; 0 = the model's max_position_embeddings
+  std::optional<int> virtual_stages;           // --num-virtual-stages-per-pipeline-rank; unset = search
+  int max_virtual_stages = 4;                  // search bound on v
+  std::vector<std::string> schedules;          // --schedule NAME; empty (auto) = ScheduleNames()
+  std::optional<Recompute> recompute;          // --recompute-granularity; unset = try none, selective, full
+  // --memory-limit. Unset = the device's memory; nullopt with no device = unlimited.
+  std::optional<int64_t> memory_limit_bytes;
+  std::optional<int> first_stage_num_layers;   // --first-stage-num-layers
+  std::optional<int> last_stage_num_layers;    // --last-stage-num-layers
+  Objective objective = Objective::kMakespan;  // --objective
+  Precision precision = Precision::kMixedBf16; // --dtype
+  // When no candidate fits: search for the smallest P that fits (with full
+  // recompute) and name it in the error. When one fits: also report the
+  // smallest feasible P and why P - 1 fails (SearchResult::min_pp).
+  bool find_min_pp = true;
+};
+
+// What is being planned: a HF config (costs derived with `device`), or a
+// fixed layer-cost table (device optional: its comm/memory are used if given).
+struct PlannerModel {
+  std::optional<ModelConfig> config;
+  std::optional<LayerCostTable> table;
+  std::optional<DeviceSpec> device;
+};
+
+// One way to cut the global batch into microbatches.
+struct BatchSplit {
+  int64_t micro_batch_size = 1;               // b used for costs (the largest microbatch)
+  int num_microbatches = 1;                   // m
+  int64_t global_batch_size = 1;              // sum of microbatch_sizes
+  std::vector<int64_t> microbatch_sizes;      // size m; unequal only when the flags ask for it
+};
+
+// Resolves --global-batch-size / --micro-batch-size / --num-microbatches
+// (Megatron: m = global / micro, asserted divisible). Returns the splits to
+// search. Errors (InvalidArgument, naming the flags and the numbers): none of
+// --global-batch-size / --num-microbatches given; global not divisible by
+// --micro-batch-size; the three flags disagree; global < m. With
+// --global-batch-size and --num-microbatches not dividing it, microbatches
+// are unequal (sizes differ by one, larger first) and recorded in the plan.
+StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& options);
+
+// The simulated result of one candidate, kept for the chosen one.
+struct CandidateArtifacts {
+  Program lowered;
+  StageCosts costs;
+  SimResult sim;
+  LayerCostTable table;
+};
+
+struct Candidate {
+  std::string schedule;     // registry name
+  int virtual_stages = 1;   // v
+  BatchSplit batch;         // b, m
+  std::string recompute;    // none | selective | full
+  bool feasible = false;
+  std::string reason;       // why rejected: the constraint and the numbers (empty if feasible)
+  Boundaries boundaries;    // the split used (empty if it never got one)
+  // Predictions (valid when simulated, also for memory rejections).
+  bool simulated = false;
+  double step_s = 0;        // the objective's value
+  double makespan_s = 0;
+  double steady_step_s = 0;
+  double bubble_ratio = 0;  // PLAN_FORMAT rule 8 (global idle fraction)
+  // Per rank: simulated peak (rule 7) + the largest recompute workspace of its stages.
+  std::vector<int64_t> peak_bytes;
+  std::vector<int64_t> static_bytes;
+  int64_t max_peak_bytes = 0;
+  std::shared_ptr<const CandidateArtifacts> artifacts;  // set for feasible candidates
+};
+
+// The smallest P that fits and why P - 1 does not.
+struct MinPipeline {
+  int pp_size = 0;              // 0 = none up to the layer count
+  std::string smaller_reason;   // the closest rejection at pp_size - 1 (empty if pp_size == 1)
+};
+
+struct SearchResult {
+  Objective objective = Objective::kMakespan;
+  std::optional<int64_t> memory_limit_bytes;
+  int pp_size = 0;
+  std::vector<Candidate> candidates;  // ranked: feasible by step time, then rejected in search order
+  int chosen = -1;                    // index into candidates, -1 if none fits
+  std::optional<MinPipeline> min_pp;  // when options.find_min_pp
+};
+
+// Runs the search. Errors: InvalidArgument for bad options (naming the flag:
+// --pp < 1, unknown --schedule, batch flags, first/last-stage overrides that
+// do not add up, P * v_min > layers); Infeasible when no candidate fits
+// ("... does not fit on P=4 ranks even with full recompute; the smallest P
+// that fits is 16; at P=15: <reason>"), with the table of rejections in the
+// message. On success `chosen` >= 0.
+StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptions& options);
+
+// Like SearchPlans but returns the full result also when nothing fits
+// (chosen == -1), for tables and tests. Errors only for bad options.
+StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const PlannerOptions& options);
+
+// Smallest P in [1, max_pp] for which some candidate fits with full
+// recompute (other options as given). Errors only for bad options.
+StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const PlannerOptions& options, int max_pp);
+
+// The plan file of the chosen candidate (PLAN_FORMAT.md), with
+// extra["model"] (HF config), extra["layers"] (names), extra["training"]
+// (micro_batch_size, seq_length, global_batch_size, microbatch_sizes,
+// recompute, dtype) and extra["planner"] (objective, device, candidate table).
+// Same inputs -> byte-identical PlanToJson. InvalidArgument if nothing chosen.
+StatusOr<Plan> BuildPlan(const SearchResult& result, const PlannerModel& model, const PlannerOptions& options);
+
+// Layer costs of `model` for micro-batch size b and recompute `r`
+// (InvalidArgument when a fixed cost table was made for another b or r).
+StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOptions& options, int64_t b, Recompute r);
+
+}  // namespace pw

@@ -1,0 +1,395 @@
+// ZB-auto: the memory-limited automatic zero-bubble schedule (Qi et al. 2024,
+// "Zero Bubble Pipeline Parallelism", §3.1 heuristic; ALGORITHMS.md §2). One
+// stage per rank, loop placement, backward split into I and W. This file also
+// holds the greedy engine that zb_v.cc runs with V placement (ZeroBubbleGreedy).
+//
+// The engine is a list scheduler with its own clock (the paper's heuristic
+// keeps times too): ranks are visited in order of their decision time (ties:
+// lowest rank), and a rank that is free at time t picks, among the passes
+// whose inputs have arrived by t:
+//   1. an I (input gradient; it unblocks the rank above and frees
+//      activation memory; the later stage first), unless flag `f_before_i`
+//      lets a ready F go first;
+//   2. else an F (the later stage first: ZB-V's "chunk 1 first") if memory
+//      allows. Warm-up is not counted: a rank runs forwards while their
+//      inputs are there and the memory limit allows, which is exactly the
+//      paper's warm-up rule "add F's while memory stays <= M_limit and the
+//      stage would otherwise idle before I0 arrives"; flag `f_overrun` = false
+//      refuses an F that would still be running when a known I arrives
+//      (the paper's allow_bubble_before_first_b);
+//   3. else a W (FIFO): always when memory forbids the F or I that is ready
+//      (paper step 2a, "issue W's while mem + dM > M_limit"), and otherwise
+//      to fill an idle gap: only when it fits before the earliest time an
+//      input could arrive (step 2b), or, with flag `greedy_w`, whenever the
+//      rank would idle (step 2c, no_bubble_greedy);
+//   4. else it waits until the earliest time an input can arrive (a known
+//      arrival, or the producer rank's clock + its pass + the message).
+// The pattern settles into 1F-1I-1W by itself; the tail flushes the W's.
+// Memory follows PLAN_FORMAT.md rule 7 (+activation at F, -activation +
+// wstash at I, -wstash at W), excluding static bytes. With several stages
+// per rank (ZB-V), a forward of the rank's first stage also keeps room for
+// the same microbatch's forward on the rank's later stages (flag
+// `reserve_all`: room for every microbatch in flight, else for one), so the
+// rank can always make progress towards the returning gradient.
+//
+// A fourth switch, `cap_slack`, optionally caps the microbatches between F
+// and I on stage s at S - s - slack (slack 0: 1F1B's warm-up, so the rest of
+// the memory goes to held-back W's as in ZB-H1; without it a middle rank fills
+// its memory with activations and has no W's left to fill later gaps).
+//
+// Search (paper step 4): all flag combinations (2^3 paper-like flags x
+// cap in {off, slack 0, slack 1} x, for several stages per rank, the two
+// reserve rules), each candidate evaluated
+// with Simulate() on the compute-only program with the request's costs;
+// keep the smallest steady_step_s (the paper's cost: max over ranks of last
+// end - first start), then the smallest makespan, then the first flag set.
+//
+// Inputs beyond the paper's code: per-stage F/I/W times (stages may differ),
+// per-stage message times (latency + send bytes / bandwidth, zero between
+// stages on one rank), per-stage activation/wstash bytes.
+// Default memory limit (request.memory_limit = nullopt) for zb-auto:
+// P x the largest stage activation, i.e. 1F1B's in-flight memory (ZB-1p).
+// With unit costs this gives ZB-H1's makespan 3m + P - 1 (m >= P); with
+// 2P x activation and m >= 2P it gives ZB-H2's steady step 3m.
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "schedules/generators/generators.h"
+#include "schedules/simulate.h"
+
+namespace pw {
+
+// Defined below; also used by zb_v.cc. Searches the greedy's flag grid for
+// `req` with `virtual_stages` stages per rank in `placement` under the
+// per-rank activation memory `memory_limit` (costs.memory units) and returns
+// the best compute-only program. `name` prefixes error messages. Returns
+// Infeasible naming --memory-limit if no flag set fits the limit.
+StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
+                                   double memory_limit, const std::string& name);
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The heuristic's switches (paper §3.1 and ZB-V's fill flags).
+struct GreedyFlags {
+  bool f_overrun = true;    // start an F even if a known I arrives before it ends
+  bool f_before_i = false;  // a ready F goes before a ready I
+  bool greedy_w = true;     // fill every idle gap with a W, even a short one
+  bool reserve_all = true;  // multi-stage ranks: keep room for every in-flight microbatch's later forwards
+  // If >= 0: at most max(1, S - s - cap_slack) microbatches between F and I
+  // on stage s (1F1B's in-flight count when 0), leaving the rest of the
+  // memory to held-back W's as ZB-H1 does. < 0: memory is the only limit.
+  int cap_slack = -1;
+};
+
+// One greedy run. Times in seconds, memory in costs.memory units.
+class Greedy {
+ public:
+  Greedy(const ScheduleRequest& req, int v, Placement placement, double limit, GreedyFlags flags)
+      : c_(req.costs), limit_(limit), flags_(flags) {
+    prog_ = MakeEmptyProgram(req, v, placement);
+    P_ = req.pp_size;
+    m_ = req.num_microbatches;
+    S_ = prog_.num_stages;
+    stages_of_.resize(P_);
+    for (int s = 0; s < S_; ++s) stages_of_[prog_.stage_to_rank[s]].push_back(s);
+    later_act_.assign(S_, 0);
+    first_on_rank_.assign(S_, false);
+    for (int r = 0; r < P_; ++r) {
+      const auto& st = stages_of_[r];
+      for (size_t j = 0; j < st.size(); ++j) {
+        first_on_rank_[st[j]] = (j == 0);
+        for (size_t k = j + 1; k < st.size(); ++k) later_act_[st[j]] += c_.memory[st[k]].activation;
+      }
+    }
+    next_f_.assign(S_, 0);
+    next_i_.assign(S_, 0);
+    in_flight_.assign(S_, 0);
+    f_end_.assign(static_cast<size_t>(S_) * m_, -1.0);
+    i_end_.assign(static_cast<size_t>(S_) * m_, -1.0);
+    pending_w_.resize(P_);
+    mem_.assign(P_, 0);
+    reserve_.assign(P_, 0);
+    free_.assign(P_, 0.0);
+    dec_.assign(P_, 0.0);
+    left_.assign(P_, 0);
+    for (int r = 0; r < P_; ++r) left_[r] = 3 * m_ * static_cast<int>(stages_of_[r].size());
+    // A tiny positive duration, so that waiting always moves the clock.
+    double max_cost = 0;
+    for (const StageCost& sc : c_.stages) max_cost = std::max({max_cost, sc.f, sc.i, sc.w});
+    eps_ = 1e-9 * (max_cost > 0 ? max_cost : 1.0);
+  }
+
+  // Returns the compute-only program, or Infeasible if the ranks get stuck
+  // under the memory limit.
+  StatusOr<Program> Run() {
+    const long long max_steps = 200LL * (3LL * S_ * m_ + P_) + 1000;
+    for (long long step = 0; step < max_steps; ++step) {
+      int r = -1;
+      for (int q = 0; q < P_; ++q)
+        if (left_[q] > 0 && (r < 0 || dec_[q] < dec_[r])) r = q;
+      if (r < 0) return std::move(prog_);
+      if (dec_[r] == kInf) return Status::Infeasible("ranks cannot progress under the memory limit");
+      Decide(r);
+    }
+    return Status::Internal("zero-bubble greedy did not converge");
+  }
+
+ private:
+  enum Kind { kF, kI, kW };
+  struct Candidate {
+    Kind kind;
+    int stage;
+    int mb;
+    double ready;  // known arrival of all inputs, or kInf if unknown
+    double lower;  // earliest possible arrival (== ready when known)
+  };
+
+  size_t Key(int s, int mb) const { return static_cast<size_t>(s) * m_ + mb; }
+  double Msg(int from_stage, int to_stage, bool fwd) const {
+    if (prog_.stage_to_rank[from_stage] == prog_.stage_to_rank[to_stage]) return 0.0;
+    const StageMemory& sm = c_.memory[from_stage];
+    return c_.comm.MessageSeconds(fwd ? sm.send_forward : sm.send_backward);
+  }
+
+  // Input arrival of the producer pass of `stage` on another rank (or kInf
+  // if it runs on this rank and has not run: the rank must run it first).
+  void Arrival(int r, int producer, double produced, double pass_cost, int consumer, bool fwd, double* ready,
+               double* lower) const {
+    double msg = Msg(producer, consumer, fwd);
+    if (produced >= 0) {
+      *ready = *lower = produced + msg;
+      return;
+    }
+    *ready = kInf;
+    int pr = prog_.stage_to_rank[producer];
+    *lower = pr == r ? kInf : dec_[pr] + std::max(pass_cost, eps_) + msg;
+  }
+
+  // Next F and I of every stage of rank r, later stages first.
+  std::vector<Candidate> Candidates(int r) const {
+    std::vector<Candidate> out;
+    const auto& st = stages_of_[r];
+    for (int j = static_cast<int>(st.size()) - 1; j >= 0; --j) {
+      int s = st[j];
+      int mb = next_i_[s];
+      if (mb < m_ && f_end_[Key(s, mb)] >= 0) {
+        Candidate c{kI, s, mb, f_end_[Key(s, mb)], f_end_[Key(s, mb)]};
+        if (s + 1 < S_) {
+          double ready, lower;
+          Arrival(r, s + 1, i_end_[Key(s + 1, mb)], c_.stages[s + 1].i, s, false, &ready, &lower);
+          c.ready = std::max(c.ready, ready);
+          c.lower = std::max(c.lower, lower);
+        }
+        out.push_back(c);
+      }
+    }
+    for (int j = static_cast<int>(st.size()) - 1; j >= 0; --j) {
+      int s = st[j];
+      int mb = next_f_[s];
+      if (mb >= m_) continue;
+      Candidate c{kF, s, mb, 0.0, 0.0};
+      if (s > 0) Arrival(r, s - 1, f_end_[Key(s - 1, mb)], c_.stages[s - 1].f, s, true, &c.ready, &c.lower);
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  bool MemoryAllows(int r, const Candidate& c) const {
+    const StageMemory& sm = c_.memory[c.stage];
+    if (c.kind == kF) {
+      int64_t after = mem_[r] + sm.activation;
+      if (first_on_rank_[c.stage])  // a new microbatch: keep room for its later forwards too
+        return static_cast<double>(after + later_act_[c.stage] + (flags_.reserve_all ? reserve_[r] : 0)) <= limit_;
+      // A later stage: its room is in the reserve (reserve_all) or must be free now.
+      return static_cast<double>(after + (flags_.reserve_all ? reserve_[r] - sm.activation : 0)) <= limit_;
+    }
+    // An I turns the activation into the smaller or larger wstash; with W's
+    // pending we free memory first, otherwise it may use the reserve.
+    int64_t after = mem_[r] - sm.activation + sm.wstash;
+    if (pending_w_[r].empty()) return static_cast<double>(after) <= limit_;
+    return static_cast<double>(after + (flags_.reserve_all ? reserve_[r] : 0)) <= limit_;
+  }
+
+  void Decide(int r) {
+    const double t = dec_[r];
+    const std::vector<Candidate> cands = Candidates(r);
+    const Candidate* pick_i = nullptr;
+    const Candidate* pick_f = nullptr;
+    bool memory_blocked = false;
+    double next_event = kInf;   // earliest time a not-yet-ready input can arrive
+    double next_known_i = kInf; // earliest known arrival of a not-yet-ready I
+    for (const Candidate& c : cands) {
+      if (c.ready <= t) {
+        if (c.kind == kF && flags_.cap_slack >= 0 &&
+            in_flight_[c.stage] >= std::max(1, S_ - c.stage - flags_.cap_slack))
+          continue;  // waits for an I, like 1F1B; an idle gap may take a W
+        if (!MemoryAllows(r, c)) {
+          memory_blocked = true;
+          continue;
+        }
+        if (c.kind == kI && !pick_i) pick_i = &c;
+        if (c.kind == kF && !pick_f) pick_f = &c;
+      } else {
+        next_event = std::min(next_event, c.lower);
+        if (c.kind == kI) next_known_i = std::min(next_known_i, c.ready);
+      }
+    }
+    if (pick_f && !flags_.f_overrun && next_known_i < t + c_.stages[pick_f->stage].f) pick_f = nullptr;
+    const Candidate* pick = pick_i;
+    if (pick_f && (!pick_i || flags_.f_before_i)) pick = pick_f;
+    if (pick) {
+      Schedule(r, pick->kind, pick->stage, pick->mb, std::max(free_[r], pick->ready));
+      return;
+    }
+    auto& wq = pending_w_[r];
+    if (!wq.empty()) {
+      int s = wq.front().first;
+      bool fits = t + c_.stages[s].w <= next_event;
+      if (memory_blocked || flags_.greedy_w || fits || next_event == kInf) {
+        int mb = wq.front().second;
+        wq.pop_front();
+        Schedule(r, kW, s, mb, std::max(free_[r], t));
+        return;
+      }
+    }
+    // Wait. If nothing can arrive (next_event == inf) the rank is blocked
+    // until another rank schedules a pass.
+    dec_[r] = next_event > t ? next_event : t + eps_;
+  }
+
+  void Schedule(int r, Kind kind, int s, int mb, double start) {
+    const StageCost& sc = c_.stages[s];
+    const StageMemory& sm = c_.memory[s];
+    double end = start;
+    ActionType type = ActionType::kF;
+    if (kind == kF) {
+      end += sc.f;
+      f_end_[Key(s, mb)] = end;
+      ++next_f_[s];
+      ++in_flight_[s];
+      mem_[r] += sm.activation;
+      reserve_[r] += first_on_rank_[s] ? later_act_[s] : -sm.activation;
+    } else if (kind == kI) {
+      type = ActionType::kI;
+      end += sc.i;
+      i_end_[Key(s, mb)] = end;
+      ++next_i_[s];
+      --in_flight_[s];
+      mem_[r] += sm.wstash - sm.activation;
+      pending_w_[r].emplace_back(s, mb);
+    } else {
+      type = ActionType::kW;
+      end += sc.w;
+      mem_[r] -= sm.wstash;
+    }
+    prog_.ranks[r].push_back(MakeAction(s, type, mb));
+    --left_[r];
+    const double now = dec_[r];
+    free_[r] = end;
+    dec_[r] = end;
+    // Ranks that were blocked re-decide from now on.
+    for (int q = 0; q < P_; ++q)
+      if (dec_[q] == kInf) dec_[q] = std::max(free_[q], now);
+  }
+
+  const StageCosts& c_;
+  const double limit_;
+  const GreedyFlags flags_;
+  Program prog_;
+  int P_ = 0, m_ = 0, S_ = 0;
+  double eps_ = 0;
+  std::vector<std::vector<int>> stages_of_;  // [rank] -> its stages, ascending
+  std::vector<int64_t> later_act_;           // [stage] -> activations of the rank's later stages
+  std::vector<bool> first_on_rank_;          // [stage] -> lowest stage of its rank
+  std::vector<int> next_f_, next_i_;         // [stage] -> next microbatch
+  std::vector<int> in_flight_;               // [stage] -> F's done - I's done
+  std::vector<double> f_end_, i_end_;        // [stage * m + mb] -> end time, < 0 if not run
+  std::vector<std::deque<std::pair<int, int>>> pending_w_;  // [rank] -> (stage, mb) FIFO
+  std::vector<int64_t> mem_, reserve_;       // [rank] -> bytes in use, bytes kept for later forwards
+  std::vector<double> free_, dec_;           // [rank] -> end of last pass, decision clock
+  std::vector<int> left_;                    // [rank] -> passes still to place
+};
+
+// Smallest limit with which one microbatch at a time can pass rank r: all
+// its forwards kept, then each I followed by its W (later stages first).
+int64_t MinimumMemory(const Program& shape, const StageCosts& c) {
+  int64_t need = 0;
+  for (int r = 0; r < shape.pp_size; ++r) {
+    std::vector<int> st = shape.StagesOfRank(r);
+    int64_t acts = 0;
+    for (int s : st) acts += c.memory[s].activation;
+    need = std::max(need, acts);
+    for (int j = static_cast<int>(st.size()) - 1; j >= 0; --j) {
+      acts -= c.memory[st[j]].activation;
+      need = std::max(need, acts + c.memory[st[j]].wstash);
+    }
+  }
+  return need;
+}
+
+std::string Bytes(double b) { return std::to_string(static_cast<int64_t>(b)); }
+
+}  // namespace
+
+StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
+                                   double memory_limit, const std::string& name) {
+  Program shape = MakeEmptyProgram(req, virtual_stages, placement);
+  const int64_t need = MinimumMemory(shape, req.costs);
+  if (static_cast<double>(need) > memory_limit)
+    return Status::Infeasible(name + " needs --memory-limit of at least " + std::to_string(need) +
+                              " bytes of activation memory per rank (one microbatch in flight), got " +
+                              Bytes(memory_limit));
+  const int reserve_modes = virtual_stages > 1 ? 2 : 1;
+  std::optional<Program> best;
+  double best_steady = kInf, best_makespan = kInf;
+  for (int mode = 0; mode < reserve_modes * 3; ++mode) {
+    for (int bits = 0; bits < 8; ++bits) {
+      GreedyFlags flags;
+      flags.cap_slack = mode / reserve_modes - 1;  // -1 (no cap), 0, 1
+      flags.f_overrun = !(bits & 1);
+      flags.f_before_i = bits & 2;
+      flags.greedy_w = !(bits & 4);
+      flags.reserve_all = mode % reserve_modes == 1;
+      auto prog = Greedy(req, virtual_stages, placement, memory_limit, flags).Run();
+      if (!prog.ok()) continue;
+      auto sim = Simulate(*prog, req.costs);
+      if (!sim.ok()) return Status::Internal(name + " greedy produced an invalid order: " + sim.status().message());
+      bool fits = true;
+      for (const RankResult& rr : sim->per_rank)
+        if (static_cast<double>(rr.peak_memory_bytes - rr.start_memory_bytes) > memory_limit) fits = false;
+      if (!fits) continue;
+      const double tol = 1e-9 * std::max(1.0, sim->steady_step_s);
+      bool better = sim->steady_step_s < best_steady - tol ||
+                    (sim->steady_step_s <= best_steady + tol && sim->makespan_s < best_makespan - tol);
+      if (better) {
+        best = std::move(*prog);
+        best_steady = sim->steady_step_s;
+        best_makespan = sim->makespan_s;
+      }
+    }
+  }
+  if (!best)
+    return Status::Infeasible(name + ": no order fits --memory-limit " + Bytes(memory_limit) +
+                              " bytes per rank; raise --memory-limit (at least " + std::to_string(need) +
+                              " is needed for one microbatch in flight)");
+  return std::move(*best);
+}
+
+StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req) {
+  double limit = 0;
+  if (req.memory_limit) {
+    limit = *req.memory_limit;
+  } else {
+    int64_t max_act = 0;
+    for (const StageMemory& sm : req.costs.memory) max_act = std::max(max_act, sm.activation);
+    limit = static_cast<double>(req.pp_size) * static_cast<double>(max_act);
+  }
+  return ZeroBubbleGreedy(req, 1, Placement::kLoop, limit, "ZB-auto");
+}
+
+}  // namespace pw
