@@ -19,7 +19,10 @@ void Fail(CommandContext& ctx, const std::string& command, const Status& status)
 
 void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx);  // cmd_schedule.cc
 void RegisterValidateCommand(CLI::App& app, CommandContext& ctx);  // cmd_validate.cc
+void RegisterPlanCommand(CLI::App& app, CommandContext& ctx);      // cmd_plan.cc
 void RegisterShowCommand(CLI::App& app, CommandContext& ctx);      // cmd_show.cc
 void RegisterReportCommand(CLI::App& app, CommandContext& ctx);    // cmd_report.cc
+void RegisterRunCommand(CLI::App& app, CommandContext& ctx);       // cmd_run.cc (executor builds only)
+void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx);  // cmd_generate.cc (executor builds only)
 
 }  // namespace pw::cli

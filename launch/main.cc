@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
   pw::cli::RegisterScheduleCommand(app, ctx);
   pw::cli::RegisterValidateCommand(app, ctx);
   // PW_EXTRA_COMMANDS: further Register* calls are added here by their issues.
+  pw::cli::RegisterPlanCommand(app, ctx);
+#ifdef PW_WITH_EXECUTOR
+  pw::cli::RegisterRunCommand(app, ctx);
+  pw::cli::RegisterGenerateCommand(app, ctx);
+#endif
   pw::cli::RegisterShowCommand(app, ctx);
   pw::cli::RegisterReportCommand(app, ctx);
   try {

@@ -62,14 +62,6 @@
 
 namespace pw {
 
-// Defined below; also used by zb_v.cc. Searches the greedy's flag grid for
-// `req` with `virtual_stages` stages per rank in `placement` under the
-// per-rank activation memory `memory_limit` (costs.memory units) and returns
-// the best compute-only program. `name` prefixes error messages. Returns
-// Infeasible naming --memory-limit if no flag set fits the limit.
-StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
-                                   double memory_limit, const std::string& name);
-
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -38,10 +38,6 @@
 
 namespace pw {
 
-// Defined in zb_auto.cc: the zero-bubble greedy and its flag search.
-StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
-                                   double memory_limit, const std::string& name);
-
 StatusOr<Program> GenerateZBV(const ScheduleRequest& req) {
   const int P = req.pp_size;
   if (req.virtual_stages != 2)  // the registry already enforces this

@@ -1,0 +1,146 @@
+// `pipewright plan`: this model, these devices, this batch -> the best plan
+// file (PLAN_FORMAT.md). Prints the ranked candidate table (and every
+// rejection with its reason), writes the chosen plan atomically; on an
+// infeasible request writes nothing and names the smallest P that fits.
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "launch/commands.h"
+#include "models/spec/device.h"
+#include "models/spec/layer_costs.h"
+#include "models/spec/model_config.h"
+#include "planner/explain.h"
+#include "planner/planner.h"
+#include "schedules/plan.h"
+
+namespace pw::cli {
+
+namespace {
+
+struct PlanCommandOptions {
+  std::string model_config;
+  std::string device;
+  std::string output = "plan.json";
+  int pp = 0;
+  int num_microbatches = 0;
+  int64_t micro_batch_size = 0;
+  int64_t global_batch_size = 0;
+  int64_t seq_length = 0;
+  int virtual_stages = 0;
+  int max_virtual_stages = 4;
+  std::string schedule = "auto";
+  std::string memory_limit;
+  std::string recompute = "auto";
+  int first_stage_num_layers = 0;
+  int last_stage_num_layers = 0;
+  std::string objective = "makespan";
+  std::string dtype = "bf16";
+  bool no_min_pp = false;
+};
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Status RunPlan(const PlanCommandOptions& c) {
+  PlannerModel model;
+  // --model-config: a HF config.json (path or shipped name) or a layer-cost /
+  // profile JSON (recognised by its "format").
+  PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
+  PW_ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonFile(path));
+  if (IsLayerCostDocument(doc)) {
+    PW_ASSIGN_OR_RETURN(LayerCostTable t, ParseLayerCosts(doc, path));
+    model.table = std::move(t);
+  } else {
+    PW_ASSIGN_OR_RETURN(ModelConfig m, LoadModelConfig(path));
+    model.config = std::move(m);
+  }
+  if (!c.device.empty()) {
+    PW_ASSIGN_OR_RETURN(DeviceSpec d, LoadDeviceSpec(c.device));
+    model.device = std::move(d);
+  } else if (model.config) {
+    return Status::InvalidArgument("--device is required with a HF --model-config (e.g. --device H100-80GB)");
+  }
+  PlannerOptions o;
+  o.pp_size = c.pp;
+  if (c.num_microbatches) o.num_microbatches = c.num_microbatches;
+  if (c.micro_batch_size) o.micro_batch_size = c.micro_batch_size;
+  if (c.global_batch_size) o.global_batch_size = c.global_batch_size;
+  o.seq_length = c.seq_length;
+  if (c.virtual_stages) o.virtual_stages = c.virtual_stages;
+  o.max_virtual_stages = c.max_virtual_stages;
+  if (c.schedule != "auto") o.schedules = SplitComma(c.schedule);
+  if (!c.memory_limit.empty()) {
+    PW_ASSIGN_OR_RETURN(int64_t limit, ParseBytes(c.memory_limit));
+    o.memory_limit_bytes = limit;
+  }
+  if (c.recompute != "auto") {
+    PW_ASSIGN_OR_RETURN(Recompute r, ParseRecompute(c.recompute));
+    o.recompute = r;
+  }
+  if (c.first_stage_num_layers) o.first_stage_num_layers = c.first_stage_num_layers;
+  if (c.last_stage_num_layers) o.last_stage_num_layers = c.last_stage_num_layers;
+  PW_ASSIGN_OR_RETURN(o.objective, ParseObjective(c.objective));
+  PW_ASSIGN_OR_RETURN(o.precision, ParsePrecision(c.dtype));
+  o.find_min_pp = !c.no_min_pp;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = SearchPlans(model, o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!result.ok()) return result.status();
+  std::printf("model: %s (%s); device: %s; P=%d\n",
+              model.config ? model.config->name.c_str() : path.c_str(),
+              model.config ? (std::to_string(TotalParameters(*model.config)) + " parameters").c_str() : "layer costs",
+              model.device ? model.device->name.c_str() : "-", o.pp_size);
+  std::fputs(FormatCandidateTable(*result).c_str(), stdout);
+  PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*result, model, o));
+  PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
+  const Candidate& best = result->candidates[result->chosen];
+  std::printf("chosen: %s v=%d m=%d b=%d recompute=%s, %s %.6f s, bubble %.4f -> wrote %s (hash %s)\n",
+              best.schedule.c_str(), best.virtual_stages, best.batch.num_microbatches,
+              static_cast<int>(best.batch.micro_batch_size), best.recompute.c_str(), ObjectiveField(o.objective),
+              best.step_s, best.bubble_ratio, c.output.c_str(), PlanHash(plan).c_str());
+  std::printf("search: %zu candidates in %.3f s\n", result->candidates.size(), secs);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
+  auto opts = std::make_shared<PlanCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("plan", "search schedules x v x microbatches x recompute; write the best plan");
+  cmd->add_option("--model-config", opts->model_config,
+                  "HF config.json, a shipped model name (e.g. llama-2-7b), or a layer-cost/profile JSON")
+      ->required();
+  cmd->add_option("--device", opts->device, "shipped device (A100-40GB, A100-80GB, H100-80GB, H200-141GB) or a JSON");
+  cmd->add_option("--pipeline-model-parallel-size,--pp", opts->pp, "pipeline ranks P")->required();
+  cmd->add_option("--num-microbatches", opts->num_microbatches, "microbatches m per step");
+  cmd->add_option("--micro-batch-size", opts->micro_batch_size, "sequences per microbatch (unset: try 1, 2, 4, 8)");
+  cmd->add_option("--global-batch-size", opts->global_batch_size, "sequences per step");
+  cmd->add_option("--seq-length", opts->seq_length, "tokens per sequence (default: the model's max positions)");
+  cmd->add_option("--num-virtual-stages-per-pipeline-rank", opts->virtual_stages, "v (unset: search 1..max)");
+  cmd->add_option("--max-virtual-stages", opts->max_virtual_stages, "largest v searched")->capture_default_str();
+  cmd->add_option("--schedule", opts->schedule, "auto, or schedule name(s), comma-separated")->capture_default_str();
+  cmd->add_option("--memory-limit", opts->memory_limit, "per-rank memory, e.g. 80GiB (default: the device's)");
+  cmd->add_option("--recompute-granularity", opts->recompute, "auto|none|selective|full")->capture_default_str();
+  cmd->add_option("--first-stage-num-layers", opts->first_stage_num_layers, "decoder layers on the first stage");
+  cmd->add_option("--last-stage-num-layers", opts->last_stage_num_layers, "decoder layers on the last stage");
+  cmd->add_option("--objective", opts->objective,
+                  "makespan (global optimizer barrier: makespan_s) | steady (no barrier: steady_step_s)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", opts->dtype, "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param)")
+      ->capture_default_str();
+  cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");
+  cmd->add_option("-o,--output", opts->output, "plan file to write")->capture_default_str();
+  cmd->callback([opts, &ctx]() {
+    Status st = RunPlan(*opts);
+    if (!st.ok()) Fail(ctx, "plan", st);
+  });
+}
+
+}  // namespace pw::cli
