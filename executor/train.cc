@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "executor/data.h"
+#include "executor/plan_builder.h"
+#include "executor/preflight.h"
 
 namespace pw::exec {
 

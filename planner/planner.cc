@@ -220,6 +220,7 @@ struct Search {
       auto fit_split = PartitionLayers(seconds, S, fits, overrides);
       if (!fit_split.ok()) {
         c.boundaries = chosen;
+        c.max_peak_bytes = peaks[worst];
         const int64_t st = SumStaticOfRank(table, chosen, s2r, worst);
         c.reason = "memory: no split into " + std::to_string(S) + " stages fits " + LimitText() +
                    " per rank; the time-optimal split (" + FormatStageSizes(chosen) + " layers) needs " +

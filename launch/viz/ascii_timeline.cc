@@ -106,8 +106,10 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
       } else {
         const Action& a = blocks[k].action;
         char letter = ActionTypeName(a.type)[0];
+        // Letter + microbatch when the whole number fits, else the letter
+        // alone: never a truncated number.
         text = std::string(1, letter) + std::to_string(a.microbatch);
-        if (static_cast<int>(text.size()) > run) text.resize(run);
+        if (static_cast<int>(text.size()) > run) text.resize(1);
         text.append(run - text.size(), static_cast<char>(std::tolower(letter)));
         if (options.color) text = std::string(AnsiColor(a.type)) + text + "\x1b[0m";
       }

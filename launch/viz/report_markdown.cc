@@ -185,7 +185,7 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
     md += "| " + c.display_name + " | " + std::to_string(c.v) + " | " + std::to_string(c.pp) + " | " +
           std::to_string(c.m) + " | ";
     if (!c.status.ok()) {
-      md += "failed: " + StatusCodeName(c.status.code()) + std::string(" | | | | | | | | |\n");
+      md += std::string("failed: ") + StatusCodeName(c.status.code()) + " | | | | | | | | |\n";
       continue;
     }
     auto count = [&](bool ok) { ok ? ++agree : ++disagree; };

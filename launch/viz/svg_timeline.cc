@@ -8,7 +8,7 @@ namespace pw::viz {
 namespace {
 
 constexpr double kLeft = 80;        // room for lane labels
-constexpr double kRight = 150;      // room for per-rank numbers
+constexpr double kRight = 210;      // room for per-rank numbers
 constexpr double kHeader = 64;      // title + summary lines
 constexpr double kLaneHeight = 24;
 constexpr double kLanePitch = 34;
@@ -54,6 +54,17 @@ const char* BlockColor(ActionType type) {
     case ActionType::kI: return "#f28e2b";  // orange
     case ActionType::kW: return "#9c6fb6";  // purple
     default: return "#888888";
+  }
+}
+
+const char* BlockColor(ActionType type, int chunk) {
+  if (chunk % 2 == 0) return BlockColor(type);
+  switch (type) {
+    case ActionType::kF: return "#86a9cf";  // light blue
+    case ActionType::kB: return "#8cc97f";  // light green
+    case ActionType::kI: return "#f7b36b";  // light orange
+    case ActionType::kW: return "#c3a3d6";  // light purple
+    default: return "#aaaaaa";
   }
 }
 
@@ -117,12 +128,13 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     }
     for (const TimelineBlock& b : tr.compute) {
       double w = (b.end - b.start) * g.px_per_s;
+      int chunk = static_cast<int>(std::find(tr.stages.begin(), tr.stages.end(), b.action.stage) - tr.stages.begin());
       std::string name = b.action.ToString();
       bool hi = o.highlight.count({r, b.index}) > 0;
       s += "<rect class=\"blk " + std::string(ActionTypeName(b.action.type)) + (hi ? " crit" : "") +
            "\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name + "\" data-start=\"" + N(b.start) +
            "\" data-end=\"" + N(b.end) + "\" x=\"" + N(g.X(b.start)) + "\" y=\"" + N(y) + "\" width=\"" + N(w) +
-           "\" height=\"" + N(kLaneHeight) + "\" fill=\"" + BlockColor(b.action.type) + "\" stroke=\"" +
+           "\" height=\"" + N(kLaneHeight) + "\" fill=\"" + BlockColor(b.action.type, chunk) + "\" stroke=\"" +
            (hi ? "#000" : "#ffffff") + "\" stroke-width=\"" + (hi ? "2.5" : "0.5") + "\"><title>" +
            XmlEscape(Fmt("rank %d: %s (stage %d, microbatch %d) %s .. %s, %s%s", r, name.c_str(), b.action.stage,
                          b.action.microbatch, FormatSeconds(b.start).c_str(), FormatSeconds(b.end).c_str(),
@@ -224,6 +236,10 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
        "\" width=\"14\" height=\"14\" fill=\"url(#idlehatch)\"/><text x=\"" + N(lx + 18) + "\" y=\"" + N(ly + 1) +
        "\">idle (waiting)</text>\n";
   lx += 130;
+  if (std::any_of(t.ranks.begin(), t.ranks.end(), [](const TimelineRank& r) { return r.stages.size() > 1; })) {
+    s += "<text x=\"" + N(lx) + "\" y=\"" + N(ly + 1) + "\" fill=\"#555\">lighter: a rank's 2nd/4th.. stage</text>\n";
+    lx += 210;
+  }
   s += "<line x1=\"" + N(lx) + "\" y1=\"" + N(ly - 3) + "\" x2=\"" + N(lx + 24) + "\" y2=\"" + N(ly - 3) +
        "\" stroke=\"#444\" marker-end=\"url(#arrowhead)\"/><text x=\"" + N(lx + 30) + "\" y=\"" + N(ly + 1) +
        "\">SEND \xE2\x86\x92 RECV</text>\n";

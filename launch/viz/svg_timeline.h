@@ -42,6 +42,8 @@ struct SvgGeometry {
 
 // Fill colours (#rrggbb) of each compute type and of idle time.
 const char* BlockColor(ActionType type);
+// The same, lighter for a rank's odd-numbered local stage (chunk 1, 3, ...).
+const char* BlockColor(ActionType type, int chunk);
 inline constexpr const char* kIdleColor = "#d9d9d9";
 
 // The geometry RenderSvg uses for `t` and `options`.

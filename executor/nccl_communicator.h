@@ -1,0 +1,73 @@
+// NcclCommunicator: the Communicator over NCCL point-to-point, for CUDA
+// buffers (ECOSYSTEM.md §3.3-3.4; STYLE.md items 8-9). Torch-free and
+// CUDA-header-free here: <cuda_runtime_api.h> and <nccl.h> stay in the .cc
+// (via nccl_compat.h). Built only when CUDA and NCCL are found
+// (PW_WITH_NCCL); PW_HAVE_NCCL is then defined for its users.
+//
+// Streams: sends and receives run on one communication stream, in the order
+// they are posted. Before each operation the comm stream waits (an event,
+// no host sync) for the work already queued on the compute stream, so a
+// send sees its producer's result; Wait() makes the compute stream wait for
+// the operation's completion event, again without blocking the host. Since
+// the executor posts in plan order, and the schedules core only emits plans
+// that pass the rendezvous check (PLAN_FORMAT rule 6b), one stream of
+// blocking NCCL operations cannot deadlock. Only Synchronize() (at the step
+// boundary) blocks the host.
+//
+// Bootstrap: rank 0 calls ncclGetUniqueId; the id travels through the
+// bootstrap communicator's AllGather (MPI in practice); every rank then calls
+// ncclCommInitRank. NCCL refuses two ranks on one GPU: each rank picks its
+// device from the local rank (launch_env.h), `local_rank % device_count`.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "executor/communicator.h"
+
+namespace pw::exec {
+
+class NcclCommunicator : public Communicator {
+ public:
+  // Creates the NCCL communicator over the ranks of `bootstrap` (which stays
+  // owned by the caller and must outlive this object; AllGather and Barrier
+  // are delegated to it). Selects CUDA device `device` on this thread.
+  // `compute_stream` is the cudaStream_t (as void*) that compute runs on;
+  // nullptr = the legacy default stream.
+  // Errors: CommError naming host, rank and the CUDA/NCCL error text.
+  static StatusOr<std::unique_ptr<NcclCommunicator>> Create(Communicator& bootstrap, int device,
+                                                            void* compute_stream = nullptr);
+  ~NcclCommunicator() override;  // destroys the NCCL comm, streams and events
+
+  int rank() const override;
+  int size() const override;
+  std::string name() const override { return "nccl"; }
+  // `data` is device memory. Byte counts must match on both sides (NCCL
+  // cannot report a size mismatch: the plan fixes them).
+  StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) override;
+  StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) override;
+  // Orders the compute stream after the operation (no host wait), then
+  // checks for asynchronous NCCL errors.
+  Status Wait(RequestId id) override;
+  StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
+  Status Barrier() override;
+
+  // Opens / closes an NCCL group: operations posted in between are issued
+  // together (needed e.g. for a send to oneself). Groups do not nest.
+  Status GroupStart();
+  Status GroupEnd();
+  // Blocks the host until all posted operations are done (step boundary).
+  Status Synchronize();
+  // "NCCL 2.28.9 (built with 2.28.9), device 0: NVIDIA H200".
+  std::string Describe() const;
+
+ private:
+  struct Impl;
+  NcclCommunicator();
+  std::unique_ptr<Impl> impl_;
+};
+
+// True if at least one CUDA device is usable in this process.
+bool CudaDeviceAvailable();
+
+}  // namespace pw::exec

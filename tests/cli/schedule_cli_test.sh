@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The `pipewright schedule` and `validate` commands as a user runs them:
+# exit codes, messages naming the option, atomic output, determinism.
+# Usage: schedule_cli_test.sh PATH/TO/pipewright
+set -uo pipefail
+pw="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() {  # check NAME CONDITION...
+  local name="$1"; shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAILED: $name"; fi
+}
+expect_fail() {  # expect_fail NAME CODE PATTERN CMD...
+  local name="$1" code="$2" pattern="$3"; shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  if [[ $rc == "$code" ]] && grep -q -- "$pattern" "$tmp/err"; then pass=$((pass + 1))
+  else fail=$((fail + 1)); echo "FAILED: $name (rc=$rc, want $code and '$pattern')"; cat "$tmp/err"; fi
+}
+
+for s in gpipe 1f1b interleaved-1f1b looped-bfs zb-h1 zb-h2 zb-v zb-auto; do
+  "$pw" schedule --schedule "$s" --pp 4 --num-microbatches 8 --format json -o "$tmp/$s.json"
+  check "$s writes a plan" test -s "$tmp/$s.json"
+  check "$s plan validates" "$pw" validate --strict "$tmp/$s.json" >/dev/null
+  "$pw" schedule --schedule "$s" --pp 4 --num-microbatches 8 --format json -o "$tmp/$s.again.json"
+  check "$s plan is byte-identical on a second run" cmp -s "$tmp/$s.json" "$tmp/$s.again.json"
+  "$pw" schedule --schedule "$s" --pp 4 --num-microbatches 8 --format csv -o "$tmp/$s.csv"
+  check "$s compute_only CSV validates" "$pw" validate "$tmp/$s.csv" >/dev/null
+  "$pw" schedule --schedule "$s" --pp 4 --num-microbatches 8 --format csv --csv-format compute_comms -o "$tmp/$s.comms.csv"
+  check "$s compute_comms CSV validates strictly" "$pw" validate --strict "$tmp/$s.comms.csv" >/dev/null
+done
+"$pw" schedule --schedule zb-h1 --pp 4 --num-microbatches 8 >"$tmp/zbh1.txt"
+check "ascii summary has the ZB-H1 makespan 27" grep -q "makespan 27 s" "$tmp/zbh1.txt"
+
+expect_fail "unknown schedule" 2 "unknown schedule 'zb-h9' (--schedule)" \
+  "$pw" schedule --schedule zb-h9 --pp 4 --num-microbatches 8 -o "$tmp/none.json"
+check "no file after an error" test ! -e "$tmp/none.json"
+expect_fail "zero microbatches" 2 "\-\-num-microbatches must be >= 1" \
+  "$pw" schedule --schedule 1f1b --pp 4 --num-microbatches 0
+expect_fail "zb-v with v=3" 2 "\-\-virtual-stages" \
+  "$pw" schedule --schedule zb-v --pp 4 --num-microbatches 8 --virtual-stages 3
+expect_fail "zb-h2 under its memory need" 3 "\-\-memory-limit" \
+  "$pw" schedule --schedule zb-h2 --pp 4 --num-microbatches 8 --memory-limit 4 -o "$tmp/none.json"
+check "no file after an infeasible request" test ! -e "$tmp/none.json"
+expect_fail "bad costs" 2 "\-\-costs" "$pw" schedule --schedule 1f1b --pp 2 --num-microbatches 2 --costs 1,x,1
+
+head -c 500 "$tmp/1f1b.json" >"$tmp/truncated.json"
+expect_fail "truncated plan" 2 "truncated.json: not valid JSON" "$pw" validate "$tmp/truncated.json"
+printf '0F0,0F1,0B0,0B1\n1F0,1B0,1Q1,1B1\n' >"$tmp/bad.csv"
+expect_fail "bad CSV token" 2 "row 2, column 3" "$pw" validate "$tmp/bad.csv"
+sed 's/"1F3"/"1F9"/' "$tmp/1f1b.json" >"$tmp/wrongmb.json"
+expect_fail "plan with an out-of-range microbatch" 2 "microbatch is not in" "$pw" validate "$tmp/wrongmb.json"
+python3 - "$tmp/1f1b.json" "$tmp/lied.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["predicted"]["makespan_s"] = 1.0
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_fail "plan whose predicted block lies" 2 "predicted does not match" "$pw" validate "$tmp/lied.json"
+expect_fail "missing file" 2 "cannot open" "$pw" validate "$tmp/nope.json"
+
+echo "$pass passed, $fail failed"
+[[ $fail == 0 ]]

@@ -1,0 +1,205 @@
+// Cases from public bug reports on pipeline / gradient-accumulation trainers,
+// plus the pre-flight refusals.
+//  - Gradient accumulation must not rescale gradients per microbatch (the
+//    summed microbatch gradients equal the full-batch gradient, not m x it or
+//    1/m of it).
+//  - A batch split into unequal microbatches weights each microbatch's mean
+//    loss by its size (a plain mean of microbatch means is wrong).
+//  - Zero-bubble split backward keeps no activation or stash alive after the
+//    step, and the bytes held between I and W match the plan's wstash.
+//  - A deadlocking plan, a plan for another P, and ranks holding different
+//    plans are refused before any compute, naming the problem.
+#include <atomic>
+
+#include "executor/preflight.h"
+#include "tests/executor/executor_test_util.h"
+
+namespace pw::exec::testing {
+namespace {
+
+PlanSpec Spec(const std::string& schedule, int p, int m, std::vector<int> sizes = {}) {
+  PlanSpec spec;
+  spec.schedule = schedule;
+  spec.pp_size = p;
+  spec.num_microbatches = m;
+  spec.model = TinyModel(4);
+  spec.seq_length = 8;
+  spec.micro_batch_size = 2;
+  spec.microbatch_sizes = std::move(sizes);
+  spec.bytes_per_element = 8;
+  return spec;
+}
+
+TEST(BugReportsTest, GradientAccumulationDoesNotRescalePerMicrobatch) {
+  PlanSpec spec = Spec("1f1b", 2, 4);
+  auto plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  std::vector<TokenBatch> batches = {RandomBatch(8, 8, 1)};
+  auto runs = RunLoopback(*plan, 2, batches, Fp64Options());
+  ReferenceRun ref = RunReference(spec.model, batches, Fp64Options());
+  std::vector<NamedValues> grads;
+  for (auto& r : runs) {
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    grads.insert(grads.end(), r.grads_after_first.begin(), r.grads_after_first.end());
+  }
+  Diff d = WorstDiff(grads, ref.grads_after_first);
+  EXPECT_LE(d.rel, 1e-10) << Describe(d);
+  // A per-microbatch rescaling bug would show as a factor m (or 1/m) here.
+  double got = 0, want = 0;
+  for (size_t i = 0; i < grads.size(); ++i)
+    for (size_t j = 0; j < grads[i].values.size(); ++j) got += grads[i].values[j] * grads[i].values[j];
+  for (const auto& g : ref.grads_after_first)
+    for (double x : g.values) want += x * x;
+  EXPECT_NEAR(std::sqrt(got / want), 1.0, 1e-10) << "gradient norm ratio pipeline / full batch";
+}
+
+TEST(BugReportsTest, UnequalMicrobatchesAreWeightedBySize) {
+  // 8 rows into microbatches of 3, 3 and 2.
+  for (const char* schedule : {"gpipe", "1f1b", "zb-h1"}) {
+    PlanSpec spec = Spec(schedule, 2, 3, {3, 3, 2});
+    auto plan = BuildPlan(spec);
+    ASSERT_TRUE(plan.ok()) << schedule << ": " << plan.status().ToString();
+    std::vector<TokenBatch> batches = {RandomBatch(8, 8, 5)};
+    auto runs = RunLoopback(*plan, 2, batches, Fp64Options());
+    ReferenceRun ref = RunReference(spec.model, batches, Fp64Options());
+    std::vector<NamedValues> grads;
+    for (auto& r : runs) {
+      ASSERT_TRUE(r.status.ok()) << schedule << ": " << r.status.ToString();
+      grads.insert(grads.end(), r.grads_after_first.begin(), r.grads_after_first.end());
+    }
+    EXPECT_NEAR(runs[0].reports[0].loss, ref.first_loss, 1e-10 * ref.first_loss) << schedule;
+    Diff d = WorstDiff(grads, ref.grads_after_first);
+    EXPECT_LE(d.rel, 1e-10) << schedule << ": " << Describe(d);
+  }
+}
+
+// Runs two steps on `world` loopback ranks and measures the CPU bytes the
+// process holds after step 1 and after step 2 (all ranks quiescent).
+TEST(BugReportsTest, SplitBackwardLeavesNothingAliveAndStashMatchesPlan) {
+  InstallCountingCpuAllocator();
+  for (const char* schedule : {"zb-h1", "zb-h2", "zb-v", "zb-auto", "1f1b"}) {
+    PlanSpec spec = Spec(schedule, 2, 4);
+    auto plan = BuildPlan(spec);
+    ASSERT_TRUE(plan.ok()) << schedule << ": " << plan.status().ToString();
+    auto hub = std::make_shared<LoopbackHub>(2, 60.0);
+    std::vector<Status> status(2);
+    std::vector<int64_t> bytes_after(2, 0);
+    std::vector<std::vector<StashReport>> stash(2);
+    std::vector<int> live(2, -1);
+    TokenBatch b0 = RandomBatch(8, 8, 11), b1 = RandomBatch(8, 8, 12);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        LoopbackCommunicator comm(hub, r);
+        auto engine = Engine::Create(*plan, comm, Fp64Options());
+        if (!engine.ok()) {
+          status[r] = engine.status();
+          return;
+        }
+        for (int step = 0; step < 2; ++step) {
+          auto rep = (*engine)->Step(step == 0 ? b0 : b1);
+          if (!rep.ok()) {
+            status[r] = rep.status();
+            return;
+          }
+          if (step == 0) stash[r] = (*engine)->Stash();
+          status[r] = comm.Barrier();  // every rank done with the step
+          if (r == 0) bytes_after[step] = CountedCpuBytes();
+          if (status[r].ok()) status[r] = comm.Barrier();
+        }
+        live[r] = (*engine)->LiveGraphsAfterStep();
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE(status[r].ok()) << schedule << " rank " << r << ": " << status[r].ToString();
+    // Step 1 allocates gradients and optimizer state; step 2 must end where it began.
+    EXPECT_EQ(bytes_after[1], bytes_after[0])
+        << schedule << ": live CPU bytes after step 2 differ from after step 1 (activation or stash leaked)";
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(live[r], 0) << schedule << " rank " << r << ": autograd graphs alive";
+    const bool split = std::string(schedule).rfind("zb", 0) == 0;
+    for (int r = 0; r < 2; ++r) {
+      for (const StashReport& s : stash[r]) {
+        if (!split) {
+          EXPECT_EQ(s.measured_bytes, 0) << schedule << ": B must not defer weight gradients";
+          continue;
+        }
+        const double ratio = static_cast<double>(s.measured_bytes) / static_cast<double>(s.predicted_bytes);
+        std::printf("[ wstash   ] %-8s stage %d: measured %lld B, plan %lld B, ratio %.4f\n", schedule, s.stage,
+                    static_cast<long long>(s.measured_bytes), static_cast<long long>(s.predicted_bytes), ratio);
+        EXPECT_NEAR(ratio, 1.0, 0.10) << schedule << " stage " << s.stage << ": bytes held between I and W";
+      }
+    }
+    std::printf("[ live     ] %-8s bytes after step 1 %lld, after step 2 %lld\n", schedule,
+                static_cast<long long>(bytes_after[0]), static_cast<long long>(bytes_after[1]));
+  }
+}
+
+// Creates engines on `world` loopback ranks; returns each rank's status.
+std::vector<Status> CreateOnRanks(const std::vector<Plan>& plans, int world) {
+  auto hub = std::make_shared<LoopbackHub>(world, 20.0);
+  std::vector<Status> out(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      LoopbackCommunicator comm(hub, r);
+      out[r] = Engine::Create(plans[static_cast<size_t>(r) % plans.size()], comm, Fp64Options()).status();
+    });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+TEST(PreflightTest, RefusesDeadlockingPlan) {
+  auto plan = BuildPlan(Spec("gpipe", 2, 2));
+  ASSERT_TRUE(plan.ok());
+  // Rank 0 sends microbatch 0's activation only after its own backward of
+  // microbatch 0, which needs rank 1's gradient, which needs that activation.
+  auto& r0 = plan->ranks[0];
+  auto find = [&](const std::string& s) {
+    for (size_t i = 0; i < r0.size(); ++i)
+      if (r0[i].ToString() == s) return static_cast<long>(i);
+    return -1L;
+  };
+  long send = find("0SEND_F0");
+  ASSERT_GE(send, 0);
+  Action a = r0[send];
+  r0.erase(r0.begin() + send);
+  r0.insert(r0.begin() + find("0B0") + 1, a);
+  std::vector<Status> st = CreateOnRanks({*plan}, 2);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(st[r].ok());
+    EXPECT_NE(st[r].message().find("deadlock"), std::string::npos) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("nothing was computed"), std::string::npos) << st[r].ToString();
+  }
+}
+
+TEST(PreflightTest, RefusesPlanForAnotherP) {
+  auto plan = BuildPlan(Spec("1f1b", 3, 3));
+  ASSERT_TRUE(plan.ok());
+  std::vector<Status> st = CreateOnRanks({*plan}, 2);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(st[r].ok());
+    EXPECT_NE(st[r].message().find("pp_size=3"), std::string::npos) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("-np 2"), std::string::npos) << st[r].ToString();
+  }
+}
+
+TEST(PreflightTest, RefusesRanksWithDifferentPlans) {
+  auto a = BuildPlan(Spec("1f1b", 2, 2));
+  auto b = BuildPlan(Spec("1f1b", 2, 4));
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<Status> st = CreateOnRanks({*a, *b}, 2);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(st[r].ok());
+    EXPECT_NE(st[r].message().find("plan hash mismatch"), std::string::npos) << st[r].ToString();
+  }
+}
+
+TEST(PreflightTest, RefusesLayerRangesThatDoNotCoverTheModel) {
+  auto plan = BuildPlan(Spec("1f1b", 2, 2));
+  ASSERT_TRUE(plan.ok());
+  plan->extra["model"]["n_layer"] = 5;  // 7 layers, the stages cover 6
+  std::vector<Status> st = CreateOnRanks({*plan}, 2);
+  EXPECT_NE(st[0].message().find("the model has 7 layers"), std::string::npos) << st[0].ToString();
+}
+
+}  // namespace
+}  // namespace pw::exec::testing

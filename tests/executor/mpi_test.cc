@@ -1,0 +1,188 @@
+// Executor tests under real mpirun (one process per rank, MpiCommunicator):
+//   mpirun --allow-run-as-root --oversubscribe -np P executor_mpi_test
+// P = the world size. Every schedule family with that P, m in {1, P+1, 2P},
+// fp64: loss and every gradient after one step and every parameter after 3
+// AdamW steps equal a single-process run (each rank runs the reference
+// itself and checks its own stages); rank 0 prints the worst tensor over all
+// ranks. Also the pre-flight refusals of a deadlocking plan and a plan for
+// another P.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "executor/mpi_communicator.h"
+#include "executor/preflight.h"
+#include "tests/executor/executor_test_util.h"
+
+namespace pw::exec::testing {
+namespace {
+
+MpiCommunicator* g_comm = nullptr;
+
+constexpr double kTolerance = 1e-10;
+
+struct Result {
+  Status status;
+  double loss = 0;
+  Diff grads, params;
+};
+
+Result RunOne(const Plan& plan, const nlohmann::json& model, const std::vector<TokenBatch>& batches) {
+  Result out;
+  EngineOptions options = Fp64Options();
+  auto engine = Engine::Create(plan, *g_comm, options);
+  if (!engine.ok()) {
+    out.status = engine.status();
+    return out;
+  }
+  ReferenceRun ref = RunReference(model, batches, options);
+  if (!ref.status.ok()) {
+    out.status = ref.status;
+    return out;
+  }
+  for (size_t i = 0; i < batches.size(); ++i) {
+    auto rep = (*engine)->Step(batches[i]);
+    if (!rep.ok()) {
+      out.status = rep.status();
+      return out;
+    }
+    if (i == 0) {
+      out.loss = rep->loss;
+      out.grads = WorstDiff((*engine)->Gradients(), ref.grads_after_first);
+      if (std::fabs(rep->loss - ref.first_loss) > kTolerance * std::fabs(ref.first_loss))
+        out.status = Status::Internal("loss " + std::to_string(rep->loss) + " vs reference " +
+                                      std::to_string(ref.first_loss));
+    }
+  }
+  out.params = WorstDiff((*engine)->Parameters(), ref.params_after_last);
+  return out;
+}
+
+class MpiEquivalenceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MpiEquivalenceTest, MatchesSingleProcess) {
+  const int P = g_comm->size();
+  for (int m : {1, P + 1, 2 * P}) {
+    PlanSpec spec;
+    spec.schedule = GetParam();
+    spec.pp_size = P;
+    spec.num_microbatches = m;
+    spec.model = TinyModel(8);
+    spec.seq_length = 8;
+    spec.micro_batch_size = 2;
+    spec.bytes_per_element = 8;
+    if (m == P + 1 && P > 1) {  // uneven rows: the last microbatch has 1 row
+      spec.microbatch_sizes.assign(static_cast<size_t>(m), 2);
+      spec.microbatch_sizes.back() = 1;
+    }
+    const std::string name = spec.schedule + " P=" + std::to_string(P) + " m=" + std::to_string(m);
+    auto plan = BuildPlan(spec);
+    ASSERT_TRUE(plan.ok()) << name << ": cannot build the plan: " << plan.status().ToString();
+    int rows = 0;
+    for (int r : ReadTrainingShape(*plan)->microbatch_sizes) rows += r;
+    std::vector<TokenBatch> batches;
+    for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(rows, 8, 200 + i));
+    Result res = RunOne(*plan, spec.model, batches);
+    // Gather every rank's worst differences to print the overall worst.
+    auto all = AllGatherDoubles(*g_comm, {res.status.ok() ? 0.0 : 1.0, res.grads.rel, res.params.rel});
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    double worst_g = 0, worst_p = 0;
+    int worst_rank = 0;
+    for (size_t r = 0; r < all->size(); ++r) {
+      if ((*all)[r][1] > worst_g) {
+        worst_g = (*all)[r][1];
+        worst_rank = static_cast<int>(r);
+      }
+      worst_p = std::max(worst_p, (*all)[r][2]);
+    }
+    if (g_comm->rank() == 0)
+      std::printf("[ mpi      ] %-28s loss %.12f worst grad rel %.2e (rank %d) worst param rel %.2e\n", name.c_str(),
+                  res.loss, worst_g, worst_rank, worst_p);
+    EXPECT_TRUE(res.status.ok()) << name << " rank " << g_comm->rank() << ": " << res.status.ToString();
+    EXPECT_LE(res.grads.rel, kTolerance) << name << " rank " << g_comm->rank() << ": gradients: "
+                                         << Describe(res.grads);
+    EXPECT_LE(res.params.rel, kTolerance) << name << " rank " << g_comm->rank() << ": parameters after 3 steps: "
+                                          << Describe(res.params);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFamilies, MpiEquivalenceTest,
+                         ::testing::Values("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2",
+                                           "zb-v", "zb-auto"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+PlanSpec SmallSpec(const std::string& schedule, int p, int m) {
+  PlanSpec spec;
+  spec.schedule = schedule;
+  spec.pp_size = p;
+  spec.num_microbatches = m;
+  spec.model = TinyModel(6);
+  spec.seq_length = 8;
+  return spec;
+}
+
+TEST(MpiPreflightTest, RefusesPlanForAnotherP) {
+  const int P = g_comm->size();
+  auto plan = BuildPlan(SmallSpec("1f1b", P + 1, 4));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto engine = Engine::Create(*plan, *g_comm, Fp64Options());
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("pp_size=" + std::to_string(P + 1)), std::string::npos)
+      << engine.status().ToString();
+  EXPECT_NE(engine.status().message().find("-np " + std::to_string(P)), std::string::npos)
+      << engine.status().ToString();
+}
+
+TEST(MpiPreflightTest, RefusesDeadlockingPlan) {
+  const int P = g_comm->size();
+  auto plan = BuildPlan(SmallSpec("gpipe", P, 2));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto& r0 = plan->ranks[0];
+  auto find = [&](const std::string& s) {
+    for (size_t i = 0; i < r0.size(); ++i)
+      if (r0[i].ToString() == s) return static_cast<long>(i);
+    return -1L;
+  };
+  long send = find("0SEND_F0");
+  ASSERT_GE(send, 0);
+  Action a = r0[send];
+  r0.erase(r0.begin() + send);
+  r0.insert(r0.begin() + find("0B0") + 1, a);
+  auto engine = Engine::Create(*plan, *g_comm, Fp64Options());
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("deadlock"), std::string::npos) << engine.status().ToString();
+}
+
+}  // namespace
+}  // namespace pw::exec::testing
+
+int main(int argc, char** argv) {
+  auto env = pw::exec::MpiEnvironment::Init(&argc, &argv);
+  if (!env.ok()) {
+    std::fprintf(stderr, "%s\n", env.status().ToString().c_str());
+    return 1;
+  }
+  int rc = 0;
+  {
+    auto comm = pw::exec::MpiCommunicator::Create();
+    if (!comm.ok()) {
+      std::fprintf(stderr, "%s\n", comm.status().ToString().c_str());
+      return 1;
+    }
+    pw::exec::testing::g_comm = comm->get();
+    ::testing::InitGoogleTest(&argc, argv);
+    if ((*comm)->rank() != 0) {
+      // Only rank 0 prints the progress; failures still print on every rank.
+      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+      delete listeners.Release(listeners.default_result_printer());
+    }
+    rc = RUN_ALL_TESTS();
+  }
+  return rc;
+}
