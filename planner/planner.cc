@@ -417,7 +417,31 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
 StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const PlannerOptions& options, int max_pp) {
   MinPipeline out;
   std::string previous;
-  for (int P = 1; P <= max_pp; ++P) {
+  // Lower bound: every byte of static state (params + grads + optimizer)
+  // lives on some rank, so P * limit >= total static bytes; smaller P are
+  // skipped with that reason.
+  int first = 1;
+  std::optional<int64_t> limit = options.memory_limit_bytes;
+  if (!limit && model.device) limit = model.device->memory_bytes;
+  if (limit) {
+    Recompute rc = Recompute::kFull;
+    if (model.table) {
+      auto parsed = ParseRecompute(model.table->recompute);
+      rc = parsed.ok() ? *parsed : Recompute::kNone;
+    }
+    auto t = CostsFor(model, options, options.micro_batch_size.value_or(1), rc);
+    if (t.ok()) {
+      int64_t total = 0;
+      for (const LayerCost& l : t->layers) total += l.static_bytes;
+      const int64_t lb = (total + *limit - 1) / *limit;
+      if (lb > 1) {
+        first = static_cast<int>(std::min<int64_t>(lb, max_pp + 1));
+        previous = "static bytes (params + grads + optimizer state) total " + FormatBytes(total) + " > " +
+                   std::to_string(first - 1) + " x " + FormatBytes(*limit);
+      }
+    }
+  }
+  for (int P = first; P <= max_pp; ++P) {
     PlannerOptions o = options;
     o.pp_size = P;
     o.recompute = Recompute::kFull;

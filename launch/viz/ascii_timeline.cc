@@ -66,7 +66,8 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
 
   // Time axis: a label every >= 10 columns.
   double step = NiceStep(10.0 / scale);
-  std::string axis(kLabelWidth + ncols + 12, ' ');
+  std::string axis(kLabelWidth + ncols + 1, ' ');
+  axis.replace(0, 3, "t/s");
   for (double x = 0; x <= t.makespan_s + 1e-12; x += step) {
     int col = kLabelWidth + static_cast<int>(std::lround(x * scale));
     std::string label = TickLabel(x, step);
@@ -74,7 +75,7 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
     axis.replace(col, label.size(), label);
   }
   while (!axis.empty() && axis.back() == ' ') axis.pop_back();
-  out += axis + "  (s)\n";
+  out += axis + "\n";
 
   for (int r = 0; r < t.pp_size; ++r) {
     const auto& blocks = t.ranks[r].compute;

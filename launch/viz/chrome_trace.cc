@@ -49,7 +49,6 @@ std::string ChromeTraceJson(const Timeline& t, const std::string& plan_hash) {
     msg_of[{m.src_rank, int(m.send.type), m.send.stage, m.send.microbatch}] = k;
     msg_of[{m.dst_rank, int(m.recv.type), m.recv.stage, m.recv.microbatch}] = k;
   }
-  const bool measured = t.kind == "measured";
 
   std::vector<ojson> events;
   for (int r = 0; r < t.pp_size; ++r) {
@@ -75,7 +74,6 @@ std::string ChromeTraceJson(const Timeline& t, const std::string& plan_hash) {
       std::string name = b.action.ToString();
       double end = b.end;
       auto it = msg_of.find({r, int(b.action.type), b.action.stage, b.action.microbatch});
-      if (!measured && it != msg_of.end()) end = std::max(b.start, t.messages[it->second].available_s);
       ojson e = {{"name", name}, {"cat", "comm"}, {"ph", "X"}, {"pid", r}, {"tid", kTraceCommTid},
                  {"ts", Micros(b.start)}, {"dur", Micros(end) - Micros(b.start)},
                  {"args", {{"action", name}, {"stage", b.action.stage},

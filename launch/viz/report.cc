@@ -39,7 +39,8 @@ ClosedForm ClosedFormFor(const std::string& schedule, int P, int m, int v) {
     c.source = schedule == "gpipe" ? "GPipe: (P-1)/(m+P-1), peak m M_B (Huang et al. 2019; ALGORITHMS.md §1)"
                                    : "1F1B: (P-1)/(m+P-1), rank r peak min(P-r, m) M_B (Narayanan et al. SC'21; "
                                      "ALGORITHMS.md §1)";
-  } else if (schedule == "interleaved-1f1b" && m >= P && m % P == 0) {
+  } else if (schedule == "interleaved-1f1b" && v >= 2 && m >= P && m % P == 0) {
+    // (v = 1 is plain 1F1B, whose warm-up is P-r-1, not this formula's.)
     // Bubble (p-1)(T_F+T_B+T_W)/v: makespan 3m + 3(p-1)/v, rate (p-1)/(vm+p-1).
     // Rank r holds min(2(p-r-1) + (v-1)p + 1, vm) chunk activations of M_B/v.
     c.makespan = Fraction::Of(3 * (V * n + p - 1), V);

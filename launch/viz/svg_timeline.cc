@@ -17,10 +17,17 @@ constexpr double kMemHeight = 44;
 constexpr double kMemPitch = 56;
 constexpr double kLegend = 40;
 
-std::string N(double x) {  // short, deterministic number for attributes
-  if (std::fabs(x) < 5e-7) x = 0;
-  return Fmt("%.6g", x);
+// Pixel coordinates: 3 decimals, trailing zeros dropped (deterministic).
+std::string N(double x) {
+  if (std::fabs(x) < 5e-4) x = 0;
+  std::string s = Fmt("%.3f", x);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
 }
+
+// Seconds in data-* attributes: 10 significant digits.
+std::string T(double seconds) { return Fmt("%.10g", seconds); }
 
 double NiceStep(double min_step) {
   if (min_step <= 0) return 1;
@@ -119,8 +126,8 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     double y = g.LaneTop(r);
     s += Fmt("<text x=\"10\" y=\"%s\" dominant-baseline=\"middle\">rank %d</text>\n", N(y + kLaneHeight / 2).c_str(), r);
     for (const auto& [a, b] : IdleIntervals(tr, t.makespan_s)) {
-      s += "<rect class=\"idle\" data-rank=\"" + std::to_string(r) + "\" data-start=\"" + N(a) + "\" data-end=\"" +
-           N(b) + "\" x=\"" + N(g.X(a)) + "\" y=\"" + N(y) + "\" width=\"" + N((b - a) * g.px_per_s) +
+      s += "<rect class=\"idle\" data-rank=\"" + std::to_string(r) + "\" data-start=\"" + T(a) + "\" data-end=\"" +
+           T(b) + "\" x=\"" + N(g.X(a)) + "\" y=\"" + N(y) + "\" width=\"" + N((b - a) * g.px_per_s) +
            "\" height=\"" + N(kLaneHeight) + "\" fill=\"url(#idlehatch)\"><title>" +
            XmlEscape(Fmt("rank %d idle %s .. %s (%s)", r, FormatSeconds(a).c_str(), FormatSeconds(b).c_str(),
                          FormatSeconds(b - a).c_str())) +
@@ -132,8 +139,8 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
       std::string name = b.action.ToString();
       bool hi = o.highlight.count({r, b.index}) > 0;
       s += "<rect class=\"blk " + std::string(ActionTypeName(b.action.type)) + (hi ? " crit" : "") +
-           "\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name + "\" data-start=\"" + N(b.start) +
-           "\" data-end=\"" + N(b.end) + "\" x=\"" + N(g.X(b.start)) + "\" y=\"" + N(y) + "\" width=\"" + N(w) +
+           "\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name + "\" data-start=\"" + T(b.start) +
+           "\" data-end=\"" + T(b.end) + "\" x=\"" + N(g.X(b.start)) + "\" y=\"" + N(y) + "\" width=\"" + N(w) +
            "\" height=\"" + N(kLaneHeight) + "\" fill=\"" + BlockColor(b.action.type, chunk) + "\" stroke=\"" +
            (hi ? "#000" : "#ffffff") + "\" stroke-width=\"" + (hi ? "2.5" : "0.5") + "\"><title>" +
            XmlEscape(Fmt("rank %d: %s (stage %d, microbatch %d) %s .. %s, %s%s", r, name.c_str(), b.action.stage,

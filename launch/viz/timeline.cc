@@ -122,6 +122,18 @@ Timeline TimelineFromSimulation(const Program& program, const StageCosts& costs,
       t.messages.push_back(msg);
     }
   }
+  // A SEND lasts until its message arrives, a RECV until the data is there
+  // (the trace format's meaning of their durations).
+  std::map<std::tuple<int, int, int, int>, double> done;  // (rank, type, stage, mb) -> end
+  for (const TimelineMessage& m : t.messages) {
+    done[{m.src_rank, int(m.send.type), m.send.stage, m.send.microbatch}] = m.available_s;
+    done[{m.dst_rank, int(m.recv.type), m.recv.stage, m.recv.microbatch}] = m.available_s;
+  }
+  for (int r = 0; r < program.pp_size; ++r)
+    for (TimelineBlock& b : t.ranks[r].comm) {
+      auto it = done.find({r, int(b.action.type), b.action.stage, b.action.microbatch});
+      if (it != done.end()) b.end = std::max(b.start, it->second);
+    }
   // Display memory in "stage activations" when the plan carries unit sizes
   // (no static bytes, every stage the same activation bytes).
   bool unit = !costs.memory.empty();

@@ -1,0 +1,37 @@
+// Where this process sits in the job, read from the launcher's environment
+// (ECOSYSTEM.md §3): Open MPI's mpirun (OMPI_COMM_WORLD_*), Slurm's srun
+// (SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID), torchrun (RANK /
+// WORLD_SIZE / LOCAL_RANK). Torch-free and MPI-free.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "schedules/status.h"
+
+namespace pw::exec {
+
+struct LaunchEnv {
+  std::string launcher;  // "mpirun", "srun", "torchrun" or "none" (a plain process)
+  int rank = 0;          // global rank in [0, world_size)
+  int local_rank = 0;    // rank among the processes on this node (device index)
+  int world_size = 1;
+};
+
+// Reads the environment through `getenv` (std::getenv by default; tests pass
+// a fake). Precedence: Open MPI, then Slurm, then torchrun, else a single
+// process. Errors (InvalidArgument) name the variable: a value that is not a
+// non-negative integer, a rank outside [0, world size), or a launcher that
+// sets its rank but not its world size.
+StatusOr<LaunchEnv> ReadLaunchEnv(const std::function<const char*(const char*)>& getenv = nullptr);
+
+// Checks the launcher's world size against the plan's pp_size. Error names
+// both numbers and the flag to change ("mpirun -np 4" for a 4-rank plan).
+Status CheckWorldSize(const LaunchEnv& env, int plan_pp_size);
+
+// CUDA device index for this rank: local_rank % device_count (NCCL refuses
+// two ranks on one GPU, so device_count must be >= ranks per node; the
+// NCCL communicator reports that case).
+int DeviceForRank(const LaunchEnv& env, int device_count);
+
+}  // namespace pw::exec

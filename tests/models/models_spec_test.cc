@@ -1,0 +1,186 @@
+// Model specs: shipped configs against published parameter counts, the layer
+// list contract, Korthikanti activation bytes, FLOP split, devices, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "models/spec/device.h"
+#include "models/spec/footprint.h"
+#include "models/spec/layer_costs.h"
+#include "models/spec/model_config.h"
+
+namespace pw {
+namespace {
+
+ModelConfig Load(const std::string& name) {
+  auto m = LoadModelConfig(name);
+  EXPECT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+  return m.ok() ? *m : ModelConfig{};
+}
+
+TEST(ModelConfigs, ParameterCountsMatchPublished) {
+  // Exact totals of the HF checkpoints; GPT-3's published 175.0B is rounded.
+  static const struct {
+    const char* name;
+    int64_t published;
+    double tolerance;
+  } cases[] = {
+      {"gpt2", 124439808, 0},           {"gpt2-medium", 354823168, 0},   {"gpt2-xl", 1557611200, 0},
+      {"llama-2-7b", 6738415616, 0},    {"llama-2-13b", 13015864320, 0}, {"llama-2-70b", 68976648192, 0},
+      {"llama-3-8b", 8030261248, 0},    {"llama-3-70b", 70553706496, 0}, {"gpt3-175b", 175000000000, 0.005},
+  };
+  for (const auto& c : cases) {
+    ModelConfig m = Load(c.name);
+    const int64_t got = TotalParameters(m);
+    ASSERT_TRUE(m.raw.contains("pipewright")) << c.name;
+    EXPECT_EQ(m.raw["pipewright"]["published_parameters"].get<int64_t>(), c.published) << c.name;
+    if (c.tolerance == 0)
+      EXPECT_EQ(got, c.published) << c.name;
+    else
+      EXPECT_NEAR(double(got) / double(c.published), 1.0, c.tolerance) << c.name << " got " << got;
+  }
+}
+
+TEST(ModelConfigs, EveryShippedConfigParses) {
+  auto names = ShippedNames("configs");
+  EXPECT_EQ(names.size(), 9u);
+  for (const auto& n : names) {
+    ModelConfig m = Load(n);
+    EXPECT_GT(m.num_layers, 0) << n;
+  }
+}
+
+TEST(LayerList, ContractWithTheExecutor) {
+  ModelConfig m = Load("gpt2");
+  auto layers = BuildLayerList(m);
+  ASSERT_EQ(layers.size(), 14u);
+  EXPECT_EQ(layers[0].name, "embedding");
+  EXPECT_EQ(layers[0].kind, LayerKind::kEmbedding);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(layers[1 + i].name, "block." + std::to_string(i));
+  EXPECT_EQ(layers[13].name, "head");
+  // GPT-2 small: block 12h^2 + 13h; embedding wte + wpe; head ln_f, tied.
+  EXPECT_EQ(layers[1].params, 7087872);
+  EXPECT_EQ(layers[0].params, 38597376 + 786432);
+  EXPECT_EQ(layers[13].params, 1536);
+  EXPECT_EQ(layers[13].held_params, 1536 + 38597376) << "a tied head's stage holds a replica of wte";
+}
+
+TEST(Footprint, KorthikantiActivationBytesGpt2Small) {
+  ModelConfig m = Load("gpt2");
+  auto layers = BuildLayerList(m);
+  TrainingShape t;
+  t.micro_batch_size = 1;
+  t.seq_length = 1024;
+  const int64_t sbh = 1024 * 768;
+  // s b h (34 + 5 a s / h) = 89,653,248 (ECOSYSTEM.md §5.4 worked example)
+  EXPECT_EQ(ComputeFootprint(m, layers[1], t).activation_bytes, 89653248);
+  t.recompute = Recompute::kSelective;
+  EXPECT_EQ(ComputeFootprint(m, layers[1], t).activation_bytes, 34 * sbh);
+  t.recompute = Recompute::kFull;
+  EXPECT_EQ(ComputeFootprint(m, layers[1], t).activation_bytes, 2 * sbh);
+  // ZB paper Table 1: M_W = 32 sbh.
+  EXPECT_EQ(ComputeFootprint(m, layers[1], t).wstash_bytes, 32 * sbh);
+  // Head: 4 sbh (1 + V/h) (Megatron's logits term).
+  EXPECT_EQ(ComputeFootprint(m, layers[13], t).activation_bytes, 4 * sbh + 4 * 1024 * 50257);
+  // b scales linearly.
+  t.recompute = Recompute::kNone;
+  t.micro_batch_size = 4;
+  EXPECT_EQ(ComputeFootprint(m, layers[1], t).activation_bytes, 4 * 89653248);
+}
+
+TEST(Footprint, FlopSplitMatchesClosedForm) {
+  ModelConfig m = Load("gpt2-medium");
+  auto layers = BuildLayerList(m);
+  TrainingShape t;
+  t.micro_batch_size = 2;
+  t.seq_length = 1024;
+  const double b = 2, s = 1024, h = 1024;
+  LayerFootprint fp = ComputeFootprint(m, layers[3], t);
+  // F = 24bsh^2 + 4bs^2h, I = 24bsh^2 + 8bs^2h, W = 24bsh^2 (ECOSYSTEM.md §5.3)
+  EXPECT_DOUBLE_EQ(fp.flops_f, 24 * b * s * h * h + 4 * b * s * s * h);
+  EXPECT_DOUBLE_EQ(fp.flops_i, 24 * b * s * h * h + 8 * b * s * s * h);
+  EXPECT_DOUBLE_EQ(fp.flops_w, 24 * b * s * h * h);
+  t.recompute = Recompute::kFull;
+  EXPECT_DOUBLE_EQ(ComputeFootprint(m, layers[3], t).flops_i, fp.flops_i + fp.flops_f);
+  // Whole model, no recompute: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) (Narayanan et al. 2021).
+  t.recompute = Recompute::kNone;
+  double total = 0;
+  for (const auto& l : layers) {
+    LayerFootprint f = ComputeFootprint(m, l, t);
+    total += f.flops_f + f.flops_i + f.flops_w;
+  }
+  const double l = 24, V = 50257;
+  const double want = 72 * b * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(total / want, 1.0, 1e-12);
+}
+
+TEST(Footprint, StaticBytesPerParam) {
+  ModelConfig m = Load("llama-2-7b");
+  auto layers = BuildLayerList(m);
+  TrainingShape t;
+  EXPECT_EQ(ComputeFootprint(m, layers[1], t).static_bytes, 202383360LL * 18);
+  t.precision = Precision::kFp32;
+  EXPECT_EQ(ComputeFootprint(m, layers[1], t).static_bytes, 202383360LL * 16);
+}
+
+TEST(ModelConfigs, ErrorsNameTheField) {
+  nlohmann::json c = {{"model_type", "llama"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"vocab_size", 100},
+                      {"intermediate_size", 128}, {"max_position_embeddings", 32}};
+  auto r = ParseModelConfig(c, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("n_layer' or 'num_hidden_layers"), std::string::npos) << r.status().ToString();
+  c["num_hidden_layers"] = 2;
+  c["num_key_value_heads"] = 3;
+  r = ParseModelConfig(c, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("num_key_value_heads"), std::string::npos) << r.status().ToString();
+  c["num_key_value_heads"] = 2;
+  c["model_type"] = "bert";
+  r = ParseModelConfig(c, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("model_type"), std::string::npos);
+  auto nf = LoadModelConfig("no-such-model");
+  ASSERT_FALSE(nf.ok());
+  EXPECT_EQ(nf.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(nf.status().message().find("llama-2-7b"), std::string::npos) << "lists shipped names";
+}
+
+TEST(Devices, ShippedSpecsLoad) {
+  for (const char* n : {"A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB"}) {
+    auto d = LoadDeviceSpec(n);
+    ASSERT_TRUE(d.ok()) << n << ": " << d.status().ToString();
+    EXPECT_EQ(d->name, n);
+    EXPECT_GT(d->peak_flops, 1e14);
+    EXPECT_GE(d->memory_bytes, int64_t{40} << 30) << n;
+  }
+  EXPECT_EQ(LoadDeviceSpec("H100-80GB")->memory_bytes, int64_t{80} << 30);
+  auto bad = ParseDeviceSpec({{"name", "x"}, {"memory_bytes", 1}, {"peak_flops", 1e12}, {"efficiency", 1.5},
+                              {"memory_bandwidth_bytes_per_s", 1e9}, {"p2p_bandwidth_bytes_per_s", 1e9},
+                              {"p2p_latency_s", 0}},
+                             "dev.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("efficiency"), std::string::npos);
+  auto nf = LoadDeviceSpec("TPU");
+  ASSERT_FALSE(nf.ok());
+  EXPECT_NE(nf.status().message().find("--device"), std::string::npos);
+}
+
+TEST(LayerCosts, RoundTripAndErrors) {
+  LayerCostTable t;
+  t.layers.push_back({"a", "layer", 1.0, 2.0, 0.5, 10, 5, 100, 7, 0});
+  t.layers.push_back({"b", "layer", 1.5, 2.0, 0.5, 11, 6, 101, 8, 3});
+  t.comm = CommModel{1e-5, 1e10};
+  auto back = ParseLayerCosts(LayerCostsToJson(t), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->layers.size(), 2u);
+  EXPECT_EQ(back->layers[1].transient_bytes, 3);
+  EXPECT_DOUBLE_EQ(back->comm->latency_s, 1e-5);
+  nlohmann::json j = LayerCostsToJson(t);
+  j["layers"][1]["F"] = -1;
+  auto bad = ParseLayerCosts(j, "t.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("layers[1].F"), std::string::npos) << bad.status().ToString();
+}
+
+}  // namespace
+}  // namespace pw

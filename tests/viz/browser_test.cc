@@ -1,0 +1,165 @@
+// The pages as a person sees them: headless Chromium (Debian package
+// `chromium`) renders the SVG/HTML views to PNG, and the test samples the
+// pixels: every block of 1F1B P=4 m=2 has its type's colour at the simulated
+// position, every wait is drawn grey (not compacted away), and the HTML pages
+// of 1F1B, Interleaved 1F1B and ZB-V at P=4, m=8 render non-blank.
+//
+// Label "browser". Without chromium the tests skip, except under CI=true,
+// where they fail (CI must install it). PW_VIZ_SHOTS=DIR keeps the PNGs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "launch/viz/html_page.h"
+#include "launch/viz/svg_timeline.h"
+#include "tests/viz/png_reader.h"
+#include "tests/viz/viz_util.h"
+
+namespace pw::viz::testing {
+namespace {
+
+std::string FindChromium() {
+  if (const char* env = std::getenv("PW_CHROMIUM")) return env;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+      std::string p = dir + "/" + name;
+      if (!dir.empty() && access(p.c_str(), X_OK) == 0) return p;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+class Browser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    chromium_ = FindChromium();
+    if (chromium_.empty()) {
+      if (std::getenv("CI")) FAIL() << "chromium not found: CI must install the Debian package 'chromium'";
+      GTEST_SKIP() << "chromium not found (apt-get install chromium); skipping the rendering test";
+    }
+    char tmpl[] = "/tmp/pw_viz_browser_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+
+  // Writes `text` to NAME, screenshots it at w x h, decodes the PNG.
+  void Render(const std::string& name, const std::string& text, int w, int h, Image* img) {
+    std::string file = dir_ + "/" + name;
+    std::ofstream(file) << text;
+    std::string png = file + ".png";
+    std::string cmd = "timeout 120 '" + chromium_ +
+                      "' --headless --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 "
+                      "--user-data-dir='" + dir_ + "/profile' --screenshot='" + png + "' --window-size=" +
+                      std::to_string(w) + "," + std::to_string(h) + " 'file://" + file + "' > '" + dir_ +
+                      "/chromium.log' 2>&1";
+    int rc = std::system(cmd.c_str());
+    ASSERT_EQ(rc, 0) << cmd;
+    std::string err = ReadPng(png, img);
+    ASSERT_EQ(err, "") << png;
+    ASSERT_EQ(img->width, w);
+    ASSERT_EQ(img->height, h);
+    if (const char* keep = std::getenv("PW_VIZ_SHOTS"))
+      std::system(("mkdir -p '" + std::string(keep) + "' && cp '" + png + "' '" + keep + "/'").c_str());
+  }
+
+  std::string chromium_;
+  std::string dir_;
+};
+
+void ParseHex(const char* hex, int rgb[3]) {
+  for (int k = 0; k < 3; ++k) rgb[k] = std::stoi(std::string(hex + 1 + 2 * k, 2), nullptr, 16);
+}
+
+bool Near(const uint8_t* px, const int rgb[3], int tol) {
+  for (int k = 0; k < 3; ++k)
+    if (std::abs(int(px[k]) - rgb[k]) > tol) return false;
+  return true;
+}
+
+TEST_F(Browser, OneF1BFourRanksTwoMicrobatchesPixelsMatchTheSimulation) {
+  auto s = SimulateSchedule("1f1b", 4, 2);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const Timeline& t = s->timeline;
+  SvgOptions o;
+  SvgGeometry g = LayoutSvg(t, o);
+  std::string svg = SvgDocument(t, o);
+  Image img;
+  Render("1f1b_p4_m2.svg", svg, g.width, g.height, &img);
+  if (HasFatalFailure()) return;
+  int checked = 0;
+  for (int r = 0; r < t.pp_size; ++r) {
+    for (const TimelineBlock& b : t.ranks[r].compute) {
+      // A quarter into the block, clear of the centred microbatch number.
+      int x = static_cast<int>(g.X(b.start) + (b.end - b.start) * g.px_per_s * 0.25);
+      int y = static_cast<int>(g.LaneTop(r) + g.lane_height * 0.5);
+      int want[3];
+      ParseHex(BlockColor(b.action.type, 0), want);
+      const uint8_t* px = img.At(x, y);
+      EXPECT_TRUE(Near(px, want, 8)) << "rank " << r << " " << b.action.ToString() << " at (" << x << "," << y
+                                     << ") is rgb(" << int(px[0]) << "," << int(px[1]) << "," << int(px[2])
+                                     << "), want " << BlockColor(b.action.type, 0);
+      ++checked;
+    }
+    // Every wait is drawn: the middle of each idle interval is grey hatch, not
+    // white and not a block colour.
+    double t0 = 0;
+    std::vector<std::pair<double, double>> gaps;
+    for (const TimelineBlock& b : t.ranks[r].compute) {
+      if (b.start > t0) gaps.push_back({t0, b.start});
+      t0 = b.end;
+    }
+    if (t.makespan_s > t0) gaps.push_back({t0, t.makespan_s});
+    for (const auto& [a, b] : gaps) {
+      int x = static_cast<int>(g.X((a + b) / 2)), y = static_cast<int>(g.LaneTop(r) + g.lane_height * 0.5);
+      const uint8_t* px = img.At(x, y);
+      bool grey = std::abs(px[0] - px[1]) < 8 && std::abs(px[1] - px[2]) < 8 && px[0] >= 150 && px[0] <= 235;
+      EXPECT_TRUE(grey) << "rank " << r << " idle " << a << ".." << b << " at (" << x << "," << y << ") is rgb("
+                        << int(px[0]) << "," << int(px[1]) << "," << int(px[2]) << ")";
+      ++checked;
+    }
+  }
+  // Rank 0 waits 8 s between F1 and B0: a wide grey band, not blocks back to back.
+  EXPECT_EQ(checked, 16 + 12);  // 16 blocks; idle gaps: 2 + 4 + 4 + 2 over ranks 0..3
+}
+
+TEST_F(Browser, HtmlPagesRenderAtPFourMEight) {
+  for (const char* name : {"1f1b", "interleaved-1f1b", "zb-v"}) {
+    auto s = SimulateSchedule(name, 4, 8);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.status().ToString();
+    Image img;
+    Render(std::string(name) + "_p4_m8.html", RenderHtmlPage(s->timeline), 1400, 900, &img);
+    if (HasFatalFailure()) return;
+    int f_rgb[3], white = 0, f_pixels = 0;
+    ParseHex(BlockColor(ActionType::kF, 0), f_rgb);
+    std::set<uint32_t> colours;
+    for (int y = 0; y < img.height; ++y)
+      for (int x = 0; x < img.width; ++x) {
+        const uint8_t* px = img.At(x, y);
+        if (px[0] > 250 && px[1] > 250 && px[2] > 250) ++white;
+        if (Near(px, f_rgb, 4)) ++f_pixels;
+        colours.insert((uint32_t(px[0]) << 16) | (uint32_t(px[1]) << 8) | px[2]);
+      }
+    double non_white = 1.0 - double(white) / (img.width * img.height);
+    EXPECT_GT(non_white, 0.10) << name << ": the page looks blank";
+    EXPECT_GT(colours.size(), 20u) << name;
+    // 8 microbatches x 4 ranks of forward blocks (the stage-0 chunk colour),
+    // each at least ~15 x 24 px on a 1100 px axis.
+    EXPECT_GT(f_pixels, 4 * 8 * 15 * 20 / (std::string(name) == "1f1b" ? 1 : 2)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace pw::viz::testing
