@@ -21,9 +21,10 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${build_dir:-$repo/build}"
 
 packages=(build-essential cmake ninja-build ccache pkg-config
-          nlohmann-json3-dev libcli11-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          nlohmann-json3-dev libcli11-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
+          zlib1g-dev chromium)
 if [[ $planner_only == 0 ]]; then
-  packages+=(libtorch-dev libopenmpi-dev openmpi-bin fortunes chromium)
+  packages+=(libtorch-dev libopenmpi-dev openmpi-bin fortunes)
 fi
 missing=()
 for p in "${packages[@]}"; do
