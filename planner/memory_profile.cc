@@ -8,7 +8,7 @@ MemoryProfile::MemoryProfile(const Program& program) {
   const int P = program.pp_size;
   walk_.resize(P);
   stages_.resize(P);
-  single_pareto_.resize(P);
+  stage_pareto_.resize(program.num_stages);
   for (int r = 0; r < P; ++r) {
     stages_[r] = program.StagesOfRank(r);
     const size_t v = stages_[r].size();
@@ -28,14 +28,14 @@ MemoryProfile::MemoryProfile(const Program& program) {
       }
       if (a.type == ActionType::kF || a.type == ActionType::kI) walk_[r].push_back(held);  // only rises matter
     }
-    if (v == 1) {
+    for (size_t k = 0; k < v; ++k) {
       std::vector<Point> pts;
-      for (const auto& w : walk_[r]) pts.push_back(w[0]);
+      for (const auto& w : walk_[r]) pts.push_back(w[k]);
       std::sort(pts.begin(), pts.end(), [](Point a, Point b) { return a.x != b.x ? a.x > b.x : a.y > b.y; });
       int best_y = -1;
       for (const Point& p : pts)  // descending x: keep points whose y beats every larger x
         if (p.y > best_y) {
-          single_pareto_[r].push_back(p);
+          stage_pareto_[stages_[r][k]].push_back(p);
           best_y = p.y;
         }
     }
@@ -55,9 +55,9 @@ int64_t MemoryProfile::RankDynamicPeak(int rank, const std::vector<StageMemory>&
   return peak;
 }
 
-int64_t MemoryProfile::SingleStagePeak(int rank, int64_t activation, int64_t wstash) const {
+int64_t MemoryProfile::StagePeak(int stage, int64_t activation, int64_t wstash) const {
   int64_t peak = 0;
-  for (const Point& p : single_pareto_[rank]) peak = std::max(peak, activation * p.x + wstash * p.y);
+  for (const Point& p : stage_pareto_[stage]) peak = std::max(peak, activation * p.x + wstash * p.y);
   return peak;
 }
 

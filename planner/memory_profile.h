@@ -25,9 +25,10 @@ class MemoryProfile {
   // static bytes excluded. `memory` has one entry per global stage.
   int64_t RankDynamicPeak(int rank, const std::vector<StageMemory>& memory) const;
 
-  // For a rank holding one stage (v = 1): the peak of activation * x +
-  // wstash * y over its walk, from its Pareto-maximal (x, y) count pairs.
-  int64_t SingleStagePeak(int rank, int64_t activation, int64_t wstash) const;
+  // The peak over the walk of global stage `stage` alone: activation * x +
+  // wstash * y, from its Pareto-maximal (x, y) count pairs. Exact for a rank
+  // holding one stage (v = 1); for v > 1 a lower bound of its share.
+  int64_t StagePeak(int stage, int64_t activation, int64_t wstash) const;
 
  private:
   struct Point {
@@ -36,7 +37,7 @@ class MemoryProfile {
   // [rank][walk point][local stage k] counts, flattened per point.
   std::vector<std::vector<std::vector<Point>>> walk_;
   std::vector<std::vector<int>> stages_;          // [rank] -> global stages, ascending
-  std::vector<std::vector<Point>> single_pareto_;  // [rank] Pareto-maximal points (v = 1)
+  std::vector<std::vector<Point>> stage_pareto_;  // [global stage] Pareto-maximal (x, y) points
 };
 
 }  // namespace pw

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "planner/explain.h"
 #include "planner/memory_profile.h"
@@ -116,6 +117,14 @@ struct Search {
   const PlannerOptions& opt;
   int64_t limit = kUnlimited;
   std::map<std::pair<int64_t, int>, LayerCostTable> tables;  // (b, recompute) -> costs
+  // Unit-cost programs of fixed shape (schedule, v, m): their memory walk is
+  // shared by every b and recompute.
+  struct UnitProgram {
+    Status status;
+    std::vector<int> stage_to_rank;
+    std::shared_ptr<const MemoryProfile> profile;
+  };
+  std::map<std::tuple<std::string, int, int>, UnitProgram> units;
 
   StatusOr<const LayerCostTable*> Table(int64_t b, Recompute r) {
     auto key = std::make_pair(b, static_cast<int>(r));
@@ -168,26 +177,45 @@ struct Search {
     unit.pp_size = P;
     unit.num_microbatches = m;
     unit.virtual_stages = v;
-    auto unit_prog = GenerateSchedule(unit);
-    if (!unit_prog.ok()) {
-      c.reason = "generator: " + unit_prog.status().ToString();
+    auto key = std::make_tuple(c.schedule, v, m);
+    auto cached = units.find(key);
+    if (cached == units.end()) {
+      auto prog = GenerateSchedule(unit);
+      UnitProgram u{prog.ok() ? Status::Ok() : prog.status(), {}, nullptr};
+      if (prog.ok()) {
+        u.profile = std::make_shared<const MemoryProfile>(*prog);
+        u.stage_to_rank = prog->stage_to_rank;
+      }
+      cached = units.emplace(key, std::move(u)).first;
+    }
+    if (!cached->second.status.ok()) {
+      c.reason = "generator: " + cached->second.status.ToString();
       return;
     }
-    const MemoryProfile profile(*unit_prog);
-    const std::vector<int>& s2r = unit_prog->stage_to_rank;
+    const MemoryProfile& profile = *cached->second.profile;
+    const std::vector<int>& s2r = cached->second.stage_to_rank;
     const std::vector<double> seconds = LayerSeconds(table);
+    std::vector<int64_t> static_prefix(L + 1, 0), act_prefix(L + 1, 0), stash_prefix(L + 1, 0);
+    for (int l = 0; l < L; ++l) {
+      static_prefix[l + 1] = static_prefix[l] + table.layers[l].static_bytes;
+      act_prefix[l + 1] = act_prefix[l] + table.layers[l].activation_bytes;
+      stash_prefix[l + 1] = stash_prefix[l] + table.layers[l].wstash_bytes;
+    }
     StageFits fits;
     if (limit != kUnlimited) {
       // v = 1: exact (the rank's walk); v > 1: each stage within limit / v
       // with its own walk peak (a sufficient condition, tried only when the
       // time-optimal split does not fit).
+      // Prefix sums make each test O(Pareto points); the largest transient of
+      // a range is found by a scan (ranges are short).
       fits = [&, v](int k, int i, int j) {
-        StageSum s = SumStage(table, i, j);
-        int64_t peak = s.memory.static_bytes + s.transient_bytes;
-        if (v == 1) return peak + profile.SingleStagePeak(s2r[k], s.memory.activation, s.memory.wstash) <= limit;
-        std::vector<StageMemory> one(S, StageMemory{0, 0, 0, 0, 0});
-        one[k] = s.memory;
-        return peak + profile.RankDynamicPeak(s2r[k], one) <= limit / v;
+        const int64_t st = static_prefix[j] - static_prefix[i];
+        const int64_t act = act_prefix[j] - act_prefix[i];
+        const int64_t wst = stash_prefix[j] - stash_prefix[i];
+        int64_t tr = 0;
+        for (int l = i; l < j; ++l) tr = std::max(tr, table.layers[l].transient_bytes);
+        const int64_t peak = st + tr + profile.StagePeak(k, act, wst);
+        return v == 1 ? peak <= limit : peak <= limit / v;
       };
     }
     auto rank_peaks = [&](const Boundaries& b, std::vector<int64_t>* transient) {
@@ -335,7 +363,7 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
     return Status::InvalidArgument("--global-batch-size " + std::to_string(*o.global_batch_size) +
                                    " is not divisible by any micro-batch size tried (1, 2, 4, 8); give --micro-batch-size");
   const std::vector<Recompute> recomputes = RecomputeOptions(model, o);
-  Search search{model, o, kUnlimited, {}};
+  Search search{model, o, kUnlimited, {}, {}};
   if (o.memory_limit_bytes) {
     if (*o.memory_limit_bytes <= 0)
       return Status::InvalidArgument("--memory-limit must be > 0, got " + std::to_string(*o.memory_limit_bytes));

@@ -42,6 +42,14 @@ const std::vector<Entry>& Registry() {
       {{"zb-auto", "ZB-auto", Placement::kLoop, 1, 1, 1, true, "Qi et al. 2024 (zero bubble) §3.1 heuristic"},
        GenerateZBAuto,
        {"zbauto", "auto"}},
+      {{"v-half", "V-Half", Placement::kV, 2, 2, 2, true,
+        "Qi et al. 2024 (controllable memory, arXiv 2405.15362) §3-§4 building block"},
+       GenerateVHalf,
+       {"vhalf"}},
+      {{"v-min", "V-Min", Placement::kV, 2, 2, 2, true,
+        "Qi et al. 2024 (controllable memory, arXiv 2405.15362) §3-§4 building block"},
+       GenerateVMin,
+       {"vmin"}},
   };
   return registry;
 }

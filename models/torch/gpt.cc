@@ -10,40 +10,58 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Custom autograd function behind SplitLinear. forward: x (..., in),
-// w (out, in), b (out) or undefined -> y (..., out).
-struct SplitLinearFunction : public torch::autograd::Function<SplitLinearFunction> {
+// Backward shared by both variants below: dX now; dW and db now (B) or
+// later through the sink (I). Returns {dX, dW, db}; dW and db undefined when
+// deferred. x (..., in), w (out, in), dy (..., out).
+variable_list SplitLinearBackward(AutogradContext* ctx, const torch::Tensor& dy, const torch::Tensor& bias) {
+  auto saved = ctx->get_saved_variables();
+  const torch::Tensor& x = saved[0];  // (..., in)
+  const torch::Tensor& w = saved[1];  // (out, in)
+  auto* sink = reinterpret_cast<DeferredGradSink*>(static_cast<intptr_t>(ctx->saved_data["sink"].toInt()));
+  torch::Tensor dx = ctx->needs_input_grad(0) ? dy.matmul(w) : torch::Tensor();  // (..., in)
+  if (sink != nullptr && sink->Deferring()) {
+    DeferredGemm gemm;
+    gemm.weight = w;
+    gemm.bias = bias;
+    gemm.input = x;
+    gemm.grad_output = dy;
+    sink->Push(std::move(gemm));
+    return {dx, torch::Tensor(), torch::Tensor()};
+  }
+  const int64_t in = x.size(-1), out = dy.size(-1);
+  torch::Tensor dy2 = dy.reshape({-1, out});                       // (N, out)
+  torch::Tensor dw = dy2.t().mm(x.reshape({-1, in}));              // (out, in)
+  torch::Tensor db = bias.defined() ? dy2.sum(0) : torch::Tensor();  // (out)
+  return {dx, dw, db};
+}
+
+// Custom autograd functions behind SplitLinear (LibTorch 1.13 cannot pass an
+// undefined tensor through Function::apply, hence two variants).
+// forward: x (..., in), w (out, in), b (out) -> y (..., out).
+struct SplitLinearBiasFunction : public torch::autograd::Function<SplitLinearBiasFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
                                const torch::Tensor& b, DeferredGradSink* sink) {
     ctx->save_for_backward({x, w});
     ctx->saved_data["sink"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(sink));
-    ctx->saved_data["has_bias"] = b.defined();
-    if (b.defined()) ctx->saved_data["bias"] = b;
+    ctx->saved_data["bias"] = b;
     return torch::linear(x, w, b);
   }
-
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    auto saved = ctx->get_saved_variables();
-    const torch::Tensor& x = saved[0];  // (..., in)
-    const torch::Tensor& w = saved[1];  // (out, in)
-    torch::Tensor dy = grad_outputs[0];  // (..., out)
-    auto* sink = reinterpret_cast<DeferredGradSink*>(static_cast<intptr_t>(ctx->saved_data["sink"].toInt()));
-    const bool has_bias = ctx->saved_data["has_bias"].toBool();
-    torch::Tensor dx = ctx->needs_input_grad(0) ? dy.matmul(w) : torch::Tensor();  // (..., in)
-    if (sink != nullptr && sink->Deferring()) {
-      DeferredGemm gemm;
-      gemm.weight = w;
-      if (has_bias) gemm.bias = ctx->saved_data["bias"].toTensor();
-      gemm.input = x;
-      gemm.grad_output = dy;
-      sink->Push(std::move(gemm));
-      return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor()};
-    }
-    const int64_t in = x.size(-1), out = dy.size(-1);
-    torch::Tensor dy2 = dy.reshape({-1, out});        // (N, out)
-    torch::Tensor dw = dy2.t().mm(x.reshape({-1, in}));  // (out, in)
-    torch::Tensor db = has_bias ? dy2.sum(0) : torch::Tensor();  // (out)
-    return {dx, dw, db, torch::Tensor()};
+    variable_list g = SplitLinearBackward(ctx, grad_outputs[0], ctx->saved_data["bias"].toTensor());
+    return {g[0], g[1], g[2], torch::Tensor()};
+  }
+};
+
+struct SplitLinearNoBiasFunction : public torch::autograd::Function<SplitLinearNoBiasFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               DeferredGradSink* sink) {
+    ctx->save_for_backward({x, w});
+    ctx->saved_data["sink"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(sink));
+    return torch::linear(x, w);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    variable_list g = SplitLinearBackward(ctx, grad_outputs[0], torch::Tensor());
+    return {g[0], g[1], torch::Tensor()};
   }
 };
 
@@ -157,7 +175,8 @@ SplitLinearImpl::SplitLinearImpl(int64_t in, int64_t out, bool with_bias) {
 
 torch::Tensor SplitLinearImpl::forward(const torch::Tensor& x) {
   if (sink_ == nullptr) return torch::linear(x, weight, bias);
-  return SplitLinearFunction::apply(x, weight, bias, sink_);
+  if (bias.defined()) return SplitLinearBiasFunction::apply(x, weight, bias, sink_);
+  return SplitLinearNoBiasFunction::apply(x, weight, sink_);
 }
 
 void GptLayerImpl::SetSink(DeferredGradSink* sink) {

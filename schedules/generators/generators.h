@@ -3,6 +3,10 @@
 // in the family's range, and filled `costs` (size P*v) when empty.
 #pragma once
 
+#include <array>
+#include <functional>
+#include <string>
+
 #include "schedules/registry.h"
 
 namespace pw {
@@ -15,6 +19,8 @@ StatusOr<Program> GenerateZBH1(const ScheduleRequest& req);            // zb_h1.
 StatusOr<Program> GenerateZBH2(const ScheduleRequest& req);            // zb_h2.cc
 StatusOr<Program> GenerateZBV(const ScheduleRequest& req);             // zb_v.cc
 StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req);          // zb_auto.cc
+StatusOr<Program> GenerateVHalf(const ScheduleRequest& req);           // v_half.cc
+StatusOr<Program> GenerateVMin(const ScheduleRequest& req);            // v_min.cc
 
 // The zero-bubble greedy of ZB paper §3.1 (zb_auto.cc), shared by zb-auto
 // (loop placement, v = 1) and zb-v (V placement, v = 2): searches its flag
@@ -25,6 +31,19 @@ StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req);          // zb_aut
 // naming --memory-limit, if no flag set fits the limit.
 StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
                                    double memory_limit, const std::string& name);
+
+// Controllable-memory building block (arXiv 2405.15362 §3; v_half.cc): for
+// (P, rank i) the unit-slot offsets of microbatch 0's [F chunk 0, F chunk 1,
+// I chunk 1, I chunk 0] on rank i (V placement).
+using BlockOffsetsFn = std::function<std::array<int, 4>(int pp_size, int rank)>;
+
+// Repeats the block every 6 slots for req.num_microbatches microbatches, puts
+// W's (FIFO) into the free slots and after the last block, and returns the
+// time-sorted compute-only order (V placement, v = 2). Errors: InvalidArgument
+// for v != 2 (--virtual-stages); Internal if two offsets share a slot modulo 6;
+// Infeasible naming --memory-limit if req.memory_limit is set and a rank's
+// walk exceeds it. `name` prefixes messages.
+StatusOr<Program> BuildingBlockV(const ScheduleRequest& req, const BlockOffsetsFn& offsets, const std::string& name);
 
 // An empty program of the right shape for `req` and `placement`.
 Program MakeEmptyProgram(const ScheduleRequest& req, int virtual_stages, Placement placement);

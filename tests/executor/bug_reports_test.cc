@@ -148,7 +148,7 @@ std::vector<Status> CreateOnRanks(const std::vector<Plan>& plans, int world) {
 }
 
 TEST(PreflightTest, RefusesDeadlockingPlan) {
-  auto plan = BuildPlan(Spec("gpipe", 2, 2));
+  auto plan = BuildPlan(Spec("gpipe", 2, 1));
   ASSERT_TRUE(plan.ok());
   // Rank 0 sends microbatch 0's activation only after its own backward of
   // microbatch 0, which needs rank 1's gradient, which needs that activation.

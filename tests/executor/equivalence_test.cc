@@ -51,6 +51,8 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
+void PrintTo(const Case& c, std::ostream* os) { *os << CaseName(c); }
+
 class EquivalenceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EquivalenceTest, MatchesSingleProcess) {
@@ -74,12 +76,17 @@ TEST_P(EquivalenceTest, MatchesSingleProcess) {
   for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(rows, kSeq, 100 + i));
   EngineOptions options = Fp64Options();
 
-  std::vector<RankRun> runs = RunLoopback(*plan, c.pp, batches, options);
+  std::vector<RankRun> runs = RunLoopback(*plan, c.pp, batches, options, /*timeout_s=*/20.0);
   ReferenceRun ref = RunReference(spec.model, batches, options);
   ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
   std::vector<NamedValues> grads, params;
+  bool all_ok = true;
   for (int r = 0; r < c.pp; ++r) {
-    ASSERT_TRUE(runs[r].status.ok()) << CaseName(c) << ": rank " << r << ": " << runs[r].status.ToString();
+    EXPECT_TRUE(runs[r].status.ok()) << CaseName(c) << ": rank " << r << ": " << runs[r].status.ToString();
+    all_ok &= runs[r].status.ok();
+  }
+  if (!all_ok) return;
+  for (int r = 0; r < c.pp; ++r) {
     grads.insert(grads.end(), runs[r].grads_after_first.begin(), runs[r].grads_after_first.end());
     params.insert(params.end(), runs[r].params_after_last.begin(), runs[r].params_after_last.end());
     EXPECT_EQ(runs[r].live_graphs, 0) << CaseName(c) << ": rank " << r << " keeps autograd graphs after the step";

@@ -141,7 +141,7 @@ TEST(MpiPreflightTest, RefusesPlanForAnotherP) {
 
 TEST(MpiPreflightTest, RefusesDeadlockingPlan) {
   const int P = g_comm->size();
-  auto plan = BuildPlan(SmallSpec("gpipe", P, 2));
+  auto plan = BuildPlan(SmallSpec("gpipe", P, 1));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto& r0 = plan->ranks[0];
   auto find = [&](const std::string& s) {

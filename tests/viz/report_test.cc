@@ -16,11 +16,8 @@ struct KnownGap {
   const char* field;
   const char* why;
 };
-const KnownGap kKnownGaps[] = {
-    {"zb-v", "steady_step",
-     "ZB paper §6 gives zero bubble (steady step 3m) for T_F = T_B = T_W; the zb-v generator currently leaves "
-     "0.5 to 9.5 s of bubble per step at P = 4..16 (see bench/results/schedule_report.md)"},
-};
+// (None at present: zb-v now reaches ZB §6's steady step 3m.)
+const std::vector<KnownGap> kKnownGaps = {};
 
 const KnownGap* GapFor(const std::string& schedule, const std::string& field) {
   for (const KnownGap& g : kKnownGaps)
