@@ -71,6 +71,14 @@ Engine::~Engine() = default;
 StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator& comm, const EngineOptions& options) {
   PW_RETURN_IF_ERROR(AgreeOnPlan(plan, comm));
   PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, comm.size()));
+  // Messages are sized from the plan and the dtype: every rank must agree on
+  // both (frozen metadata), or a receive would be sized wrongly.
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> dtypes,
+                      comm.AllGather(options.double_precision ? "float64" : "float32"));
+  for (size_t r = 1; r < dtypes.size(); ++r)
+    if (dtypes[r] != dtypes[0])
+      return Status::InvalidArgument("rank 0 runs in " + dtypes[0] + " but rank " + std::to_string(r) + " in " +
+                                     dtypes[r] + " (--dtype must be the same on every rank)");
   auto impl = std::make_unique<Impl>();
   impl->plan = plan;
   impl->program = PlanProgram(plan);
@@ -166,6 +174,11 @@ std::vector<StashReport> Engine::Stash() const {
     out.push_back(r);
   }
   return out;
+}
+
+void Engine::SetLearningRate(double lr) {
+  for (auto& group : impl_->optimizer->param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
 int Engine::LiveGraphsAfterStep() const { return impl_->backend->LiveGraphsAfterStep(); }

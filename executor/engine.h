@@ -87,6 +87,8 @@ class Engine {
   std::vector<StashReport> Stash() const;
   // Autograd graphs of the last step still alive after it (0 when sound).
   int LiveGraphsAfterStep() const;
+  // Sets the AdamW learning rate of the following steps (a schedule).
+  void SetLearningRate(double lr);
   // Writes stage_<s>.pt for each stage of this rank into `dir` (created).
   Status SaveStages(const std::string& dir) const;
 

@@ -20,10 +20,13 @@ class MpiEnvironment {
   ~MpiEnvironment();  // MPI_Finalize if this object initialised MPI
   MpiEnvironment(const MpiEnvironment&) = delete;
   MpiEnvironment& operator=(const MpiEnvironment&) = delete;
-  // True if the process was started by an MPI launcher with more than... (any
-  // size): MPI_COMM_WORLD rank and size.
+  // MPI_COMM_WORLD rank and size.
   int world_rank() const;
   int world_size() const;
+  // Terminates every rank of the job (MPI_Abort) with exit code `code`.
+  // For main-level code only: used after one rank failed mid-step, when its
+  // peers would otherwise wait for its messages forever.
+  static void AbortJob(int code);
 
  private:
   MpiEnvironment() = default;

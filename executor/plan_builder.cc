@@ -58,10 +58,11 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
       c.f += fwd / kAssumedFlopsPerSecond;
       c.i += (2.0 * fwd - wgemm) / kAssumedFlopsPerSecond;
       c.w += wgemm / kAssumedFlopsPerSecond;
-      mem.wstash += models::WeightStashElements(cfg, l, rows, T) * spec.bytes_per_element;
+      const int64_t stash = models::WeightStashBytes(cfg, l, rows, T, spec.bytes_per_element);
+      mem.wstash += stash;
       // Activation estimate (ours): ~ 2x the stash of the layer, plus the
       // attention probabilities (b, H, T, T) of a block.
-      mem.activation += 2 * models::WeightStashElements(cfg, l, rows, T) * spec.bytes_per_element;
+      mem.activation += 2 * stash;
       if (l > 0 && l < L - 1) mem.activation += rows * cfg.n_head * T * T * spec.bytes_per_element;
     }
     mem.send_forward = s + 1 < S ? message : 0;

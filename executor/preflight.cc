@@ -9,7 +9,7 @@ Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm) {
   PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm.AllGather(mine));
   for (size_t r = 0; r < all.size(); ++r) {
     if (!all[r].empty() && all[r][0] == 'E')
-      return Status::InvalidArgument("rank " + std::to_string(r) + " could not load the plan: " + all[r].substr(1));
+      return Status::InvalidArgument("rank " + std::to_string(r) + " cannot start: " + all[r].substr(1));
   }
   for (size_t r = 1; r < all.size(); ++r) {
     if (all[r] != all[0])

@@ -13,7 +13,8 @@ namespace pw::exec {
 // not load the plan. Returns OK only if every rank loaded a plan with the
 // same hash. Errors (the same on every rank, so all refuse together):
 // InvalidArgument "plan hash mismatch: rank 0 has 1a2b..., rank 2 has 9f..."
-// or the failing rank's own error prefixed with "rank r: ".
+// or "rank r cannot start: <its error>" if a rank failed to load the plan
+// (or, from RunTraining, its data).
 Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm);
 
 // What the executor needs from a plan, checked.

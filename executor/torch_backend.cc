@@ -30,19 +30,7 @@ Status WeightGradStore::Flush(int stage, int microbatch) {
   if (it == pending_.end())
     return Status::Internal("W of stage " + std::to_string(stage) + " microbatch " + std::to_string(microbatch) +
                             " before its I (nothing deferred)");
-  torch::NoGradGuard no_grad;
-  for (models::DeferredGemm& g : it->second) {
-    const int64_t in = g.input.size(-1), out = g.grad_output.size(-1);
-    torch::Tensor dy = g.grad_output.reshape({-1, out});     // (N, out)
-    torch::Tensor dw = dy.t().mm(g.input.reshape({-1, in}));  // (out, in)
-    torch::Tensor& wg = g.weight.mutable_grad();
-    if (wg.defined()) wg.add_(dw); else wg = dw;
-    if (g.bias.defined()) {
-      torch::Tensor db = dy.sum(0);  // (out)
-      torch::Tensor& bg = g.bias.mutable_grad();
-      if (bg.defined()) bg.add_(db); else bg = db;
-    }
-  }
+  for (const models::DeferredGemm& g : it->second) models::ApplyDeferredGrad(g);
   pending_.erase(it);
   return Status::Ok();
 }

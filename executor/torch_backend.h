@@ -20,9 +20,10 @@
 
 namespace pw::exec {
 
-// Holds, per (stage, microbatch), the (X, dY) pairs that I left for W, and
-// computes the weight gradients when W runs:
-//   dW += dY^T X  (out, in),  db += sum of dY over tokens  (out).
+// Holds, per (stage, microbatch), what I left for W -- (X, dY) of every GEMM,
+// (token ids, dY) of the embedding -- and computes the weight gradients when
+// W runs: dW += dY^T X (out, in), db += sum of dY over tokens (out); the
+// embedding's scatter-add (models::ApplyDeferredGrad).
 // Not thread-safe; one store per rank, used from the rank's thread only.
 class WeightGradStore : public models::DeferredGradSink {
  public:

@@ -1,5 +1,7 @@
 #include "executor/train.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <unistd.h>
 
@@ -9,34 +11,50 @@
 
 namespace pw::exec {
 
+namespace {
+
+// Linear warm-up over warmup_steps, then cosine decay to lr/10 at the end.
+double LearningRate(const RunOptions& o, int step) {
+  if (step < o.warmup_steps) return o.lr * (step + 1) / o.warmup_steps;
+  const int decay_steps = std::max(1, o.steps - o.warmup_steps);
+  const double progress = std::min(1.0, static_cast<double>(step - o.warmup_steps) / decay_steps);
+  return o.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
+}
+
+}  // namespace
+
 StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, std::FILE* out) {
   if (options.steps < 1) return Status::InvalidArgument("--steps must be >= 1");
+  // Every failure before training is folded into the plan agreement, so that
+  // all ranks refuse together instead of some waiting for the others.
   StatusOr<Plan> plan = ReadPlanFile(options.plan_path);
-  if (!plan.ok()) {
-    // Still take part in the agreement so that the other ranks refuse too.
-    Status agreed = AgreeOnPlan(plan, comm);
-    (void)agreed;
-    return plan.status().WithContext("rank " + std::to_string(comm.rank()) + ": --plan");
+  StatusOr<TrainingShape> shape = plan.ok() ? ReadTrainingShape(*plan) : StatusOr<TrainingShape>(plan.status());
+  StatusOr<TextDataset> data = shape.ok() ? TextDataset::Open(options.data_path, shape->seq_length, options.seed)
+                                          : StatusOr<TextDataset>(shape.status());
+  if (!data.ok()) {
+    Status agreed = AgreeOnPlan(StatusOr<Plan>(data.status()), comm);
+    (void)agreed;  // our own error is the one to report
+    return data.status().WithContext("rank " + std::to_string(comm.rank()));
   }
   EngineOptions eo;
   eo.double_precision = options.double_precision;
   eo.init_seed = options.seed;
   eo.lr = options.lr;
   eo.weight_decay = options.weight_decay;
+  eo.beta2 = options.beta2;
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
-  PW_ASSIGN_OR_RETURN(TrainingShape shape, ReadTrainingShape(*plan));
-  PW_ASSIGN_OR_RETURN(TextDataset data, TextDataset::Open(options.data_path, shape.seq_length, options.seed));
   const bool printer = comm.rank() == 0;
   if (printer)
     std::fprintf(out,
                  "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes of text, %d steps\n",
-                 plan->schedule.c_str(), plan->pp_size, plan->num_stages, plan->num_microbatches, shape.batch_rows,
-                 shape.seq_length, static_cast<long long>(data.num_bytes()), options.steps);
+                 plan->schedule.c_str(), plan->pp_size, plan->num_stages, plan->num_microbatches, shape->batch_rows,
+                 shape->seq_length, static_cast<long long>(data->num_bytes()), options.steps);
   RunSummary summary;
   double sum_step = 0, sum_tps = 0, sum_bubble = 0;
   int counted = 0;
   for (int step = 0; step < options.steps; ++step) {
-    TokenBatch batch = data.Batch(step, shape.batch_rows);
+    engine->SetLearningRate(LearningRate(options, step));
+    TokenBatch batch = data->Batch(step, shape->batch_rows);
     StatusOr<StepReport> r = engine->Step(batch);
     if (!r.ok()) return r.status();
     const double tps = static_cast<double>(r->tokens) / r->step_s;

@@ -18,7 +18,9 @@ struct RunOptions {
   std::string data_path;        // --data: any text file; bytes are tokens
   int steps = 50;               // --steps: optimizer steps
   uint64_t seed = 1234;         // --seed: data order and initial weights
-  double lr = 3e-3;             // --lr: AdamW learning rate
+  double lr = 3e-3;             // --lr: peak AdamW learning rate
+  int warmup_steps = 5;         // --warmup-steps: linear warm-up to --lr, then cosine decay to --lr/10
+  double beta2 = 0.95;          // --adam-beta2 (GPT practice; 0.999 is PyTorch's default)
   double weight_decay = 0.0;    // --weight-decay
   bool double_precision = false;  // --dtype float64
   int log_every = 1;            // --log-every: rank 0 prints every k-th step (and the last)

@@ -11,16 +11,29 @@ namespace pw::cli {
 
 namespace {
 
-Status RunRun(const exec::RunOptions& options) {
-  PW_ASSIGN_OR_RETURN(std::unique_ptr<exec::MpiEnvironment> env, exec::MpiEnvironment::Init(nullptr, nullptr));
+// Refusals before training (bad plan, wrong -np, missing data, pre-flight)
+// are reached by every rank together; anything else is one rank failing in
+// the middle of a step while its peers wait for its messages.
+bool EveryRankStopsTogether(const Status& st) {
+  return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound ||
+         st.code() == StatusCode::kInfeasible;
+}
+
+void RunRun(const exec::RunOptions& options, CommandContext& ctx) {
+  StatusOr<std::unique_ptr<exec::MpiEnvironment>> env = exec::MpiEnvironment::Init(nullptr, nullptr);
+  if (!env.ok()) return Fail(ctx, "run", env.status());
   Status result;
   {
-    PW_ASSIGN_OR_RETURN(std::unique_ptr<exec::MpiCommunicator> comm, exec::MpiCommunicator::Create());
-    StatusOr<exec::RunSummary> summary = exec::RunTraining(options, *comm, stdout);
-    result = summary.status();
-    if (!result.ok()) result = result.WithContext("rank " + std::to_string(comm->rank()));
+    StatusOr<std::unique_ptr<exec::MpiCommunicator>> comm = exec::MpiCommunicator::Create();
+    if (!comm.ok()) return Fail(ctx, "run", comm.status());
+    result = exec::RunTraining(options, **comm, stdout).status();
   }
-  return result;
+  if (result.ok()) return;
+  Fail(ctx, "run", result);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // Stop the peers too rather than leave them blocked in a receive forever.
+  if (!EveryRankStopsTogether(result)) exec::MpiEnvironment::AbortJob(ctx.exit_code);
 }
 
 }  // namespace
@@ -35,6 +48,9 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--steps", options->steps, "optimizer steps")->capture_default_str();
   cmd->add_option("--seed", options->seed, "seed of data order and initial weights")->capture_default_str();
   cmd->add_option("--lr", options->lr, "AdamW learning rate")->capture_default_str();
+  cmd->add_option("--warmup-steps", options->warmup_steps, "linear warm-up steps, then cosine decay to lr/10")
+      ->capture_default_str();
+  cmd->add_option("--adam-beta2", options->beta2, "AdamW beta2")->capture_default_str();
   cmd->add_option("--weight-decay", options->weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--dtype", *dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--log-every", options->log_every, "print every k-th step")->capture_default_str();
@@ -44,8 +60,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--temperature", options->temperature, "sampling temperature")->capture_default_str();
   cmd->callback([options, dtype, &ctx] {
     options->double_precision = *dtype == "float64";
-    Status st = RunRun(*options);
-    if (!st.ok()) Fail(ctx, "run", st);
+    RunRun(*options, ctx);
   });
 }
 

@@ -65,6 +65,40 @@ struct SplitLinearNoBiasFunction : public torch::autograd::Function<SplitLinearN
   }
 };
 
+// Embedding as a custom function so that W can take over its weight
+// gradient. forward: wte (V, C), wpe (n_positions, C), tokens (b, T) int64
+// -> (b, T, C).
+struct EmbeddingFunction : public torch::autograd::Function<EmbeddingFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& wte, const torch::Tensor& wpe,
+                               const torch::Tensor& tokens, DeferredGradSink* sink) {
+    ctx->saved_data["sink"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(sink));
+    ctx->saved_data["wte"] = wte;
+    ctx->saved_data["wpe"] = wpe;
+    ctx->saved_data["tokens"] = tokens;
+    const int64_t T = tokens.size(1);
+    return torch::embedding(wte, tokens) + wpe.narrow(0, 0, T).unsqueeze(0);  // (b, T, C)
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    auto* sink = reinterpret_cast<DeferredGradSink*>(static_cast<intptr_t>(ctx->saved_data["sink"].toInt()));
+    DeferredGemm d;
+    d.kind = DeferredGemm::Kind::kEmbedding;
+    d.weight = ctx->saved_data["wte"].toTensor();
+    d.bias = ctx->saved_data["wpe"].toTensor();
+    d.input = ctx->saved_data["tokens"].toTensor();
+    d.grad_output = grad_outputs[0];  // (b, T, C)
+    if (sink != nullptr && sink->Deferring()) {
+      sink->Push(std::move(d));
+      return {torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+    const int64_t C = d.weight.size(1), T = d.input.size(1);
+    torch::Tensor dy = d.grad_output.reshape({-1, C});                                     // (b*T, C)
+    torch::Tensor dwte = torch::zeros_like(d.weight).index_add_(0, d.input.reshape({-1}), dy);  // (V, C)
+    torch::Tensor dwpe = torch::zeros_like(d.bias);                                           // (n_positions, C)
+    dwpe.narrow(0, 0, T).copy_(d.grad_output.sum(0));
+    return {dwte, dwpe, torch::Tensor(), torch::Tensor()};
+  }
+};
+
 // Fills a tensor of `sizes` with N(0, stddev) from a std::mt19937_64 seeded
 // by `seed`: portable across LibTorch versions and thread-safe.
 torch::Tensor NormalInit(std::vector<int64_t> sizes, double stddev, uint64_t seed, torch::Dtype dtype) {
@@ -95,8 +129,10 @@ class EmbeddingLayer : public GptLayerImpl {
     wte = register_parameter("wte", NormalInit({c.vocab_size, c.n_embd}, 0.02, ParamSeed(seed, 0, 0), dtype));
     wpe = register_parameter("wpe", NormalInit({c.n_positions, c.n_embd}, 0.01, ParamSeed(seed, 0, 1), dtype));
   }
+  void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
   // tokens (b, T) int64 -> (b, T, C)
   torch::Tensor forward(const torch::Tensor& tokens) override {
+    if (sink_ != nullptr) return EmbeddingFunction::apply(wte, wpe, tokens, sink_);
     const int64_t T = tokens.size(1);
     torch::Tensor tok = torch::embedding(wte, tokens);            // (b, T, C)
     torch::Tensor pos = wpe.narrow(0, 0, T).unsqueeze(0);         // (1, T, C)
@@ -104,6 +140,9 @@ class EmbeddingLayer : public GptLayerImpl {
   }
   torch::Tensor wte;  // (V, C)
   torch::Tensor wpe;  // (n_positions, C)
+
+ private:
+  DeferredGradSink* sink_ = nullptr;  // not owned
 };
 
 class BlockLayer : public GptLayerImpl {
@@ -177,6 +216,27 @@ torch::Tensor SplitLinearImpl::forward(const torch::Tensor& x) {
   if (sink_ == nullptr) return torch::linear(x, weight, bias);
   if (bias.defined()) return SplitLinearBiasFunction::apply(x, weight, bias, sink_);
   return SplitLinearNoBiasFunction::apply(x, weight, sink_);
+}
+
+void ApplyDeferredGrad(const DeferredGemm& g) {
+  torch::NoGradGuard no_grad;
+  auto accumulate = [](const torch::Tensor& param, const torch::Tensor& grad) {
+    torch::Tensor& pg = param.mutable_grad();
+    if (pg.defined()) pg.add_(grad); else pg = grad;
+  };
+  if (g.kind == DeferredGemm::Kind::kEmbedding) {
+    const int64_t C = g.weight.size(1), T = g.input.size(1);
+    torch::Tensor dy = g.grad_output.reshape({-1, C});                                      // (b*T, C)
+    accumulate(g.weight, torch::zeros_like(g.weight).index_add_(0, g.input.reshape({-1}), dy));  // (V, C)
+    torch::Tensor dwpe = torch::zeros_like(g.bias);                                            // (n_positions, C)
+    dwpe.narrow(0, 0, T).copy_(g.grad_output.sum(0));
+    accumulate(g.bias, dwpe);
+    return;
+  }
+  const int64_t in = g.input.size(-1), out = g.grad_output.size(-1);
+  torch::Tensor dy = g.grad_output.reshape({-1, out});                // (N, out)
+  accumulate(g.weight, dy.t().mm(g.input.reshape({-1, in})));         // (out, in)
+  if (g.bias.defined()) accumulate(g.bias, dy.sum(0));                // (out)
 }
 
 void GptLayerImpl::SetSink(DeferredGradSink* sink) {

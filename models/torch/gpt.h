@@ -8,8 +8,9 @@
 // SplitLinear. With no sink, or a sink that does not defer, its backward
 // produces dX, dW and db at once (B). When the sink defers (an I action), its
 // backward produces only dX and hands (X, dY) to the sink, which computes dW
-// and db later (the W action). LayerNorm and embedding weight gradients are
-// cheap elementwise/scatter work and are always produced during I/B.
+// and db later (the W action). LayerNorm weight gradients are
+// elementwise work and are always produced during I/B; the embedding's
+// scatter-add is deferred like a GEMM (it needs the token ids and dY).
 #pragma once
 
 #include <torch/torch.h>
@@ -23,13 +24,22 @@
 
 namespace pw::models {
 
-// What a weight GEMM leaves for its deferred weight gradient.
+// What a layer leaves for its deferred weight gradient.
 struct DeferredGemm {
-  torch::Tensor weight;  // (out, in), the parameter (shares its grad)
-  torch::Tensor bias;    // (out) or undefined
-  torch::Tensor input;   // X: (..., in), as seen by the forward
-  torch::Tensor grad_output;  // dY: (..., out)
+  enum class Kind {
+    kGemm,       // y = x W^T + b:  dW = dY^T X, db = sum dY
+    kEmbedding,  // y = wte[ids] + wpe[:T]:  dwte = scatter-add of dY by ids, dwpe[:T] = sum over rows of dY
+  };
+  Kind kind = Kind::kGemm;
+  torch::Tensor weight;  // kGemm: W (out, in); kEmbedding: wte (V, C). The parameter (shares its grad)
+  torch::Tensor bias;    // kGemm: b (out) or undefined; kEmbedding: wpe (n_positions, C)
+  torch::Tensor input;   // kGemm: X (..., in); kEmbedding: token ids (b, T) int64
+  torch::Tensor grad_output;  // dY: kGemm (..., out); kEmbedding (b, T, C)
 };
+
+// Weight gradients of `gemm` (either kind), accumulated into the
+// parameters' .grad (created if undefined). Runs under NoGradGuard.
+void ApplyDeferredGrad(const DeferredGemm& gemm);
 
 // Receives deferred weight-gradient work. Implemented by the executor's
 // weight-gradient store. Called from inside autograd backward (same thread).
@@ -64,8 +74,9 @@ TORCH_MODULE(SplitLinear);
 class GptLayerImpl : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
-  // Routes every SplitLinear of the layer to `sink` (nullptr: plain autograd).
-  void SetSink(DeferredGradSink* sink);
+  // Routes every SplitLinear (and the embedding) of the layer to `sink`
+  // (nullptr: plain autograd).
+  virtual void SetSink(DeferredGradSink* sink);
 };
 
 // Builds layer `index` of the list with deterministic initial values that

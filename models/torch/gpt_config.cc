@@ -81,11 +81,11 @@ std::vector<std::string> GptLayerNames(const GptConfig& c) {
   return names;
 }
 
-int64_t WeightStashElements(const GptConfig& c, int layer, int64_t rows, int64_t seq) {
+int64_t WeightStashBytes(const GptConfig& c, int layer, int64_t rows, int64_t seq, int64_t element_bytes) {
   const int64_t tokens = rows * seq, C = c.n_embd, f = c.n_inner;
-  if (layer == 0) return 0;
-  if (layer == c.NumLayers() - 1) return tokens * (C + c.vocab_size);
-  return tokens * ((C + 3 * C) + (C + C) + (C + f) + (f + C));
+  if (layer == 0) return tokens * (8 + C * element_bytes);
+  if (layer == c.NumLayers() - 1) return tokens * (C + c.vocab_size) * element_bytes;
+  return tokens * ((C + 3 * C) + (C + C) + (C + f) + (f + C)) * element_bytes;
 }
 
 double LayerWeightGemmFlops(const GptConfig& c, int layer, int64_t rows, int64_t seq) {

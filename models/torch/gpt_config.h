@@ -45,12 +45,13 @@ nlohmann::json GptConfigToJson(const GptConfig& config);
 // {"embedding", "block.0", ..., "block.N-1", "head"}.
 std::vector<std::string> GptLayerNames(const GptConfig& config);
 
-// Elements (not bytes) that one layer keeps between its input-gradient
-// backward (I) and its weight-gradient backward (W) for a microbatch of
-// `rows` sequences of length `seq`: for every GEMM the input X and the output
-// gradient dY. Block: (C + 3C) + (C + C) + (C + f) + (f + C) per token;
-// head: C + V per token; embedding: 0 (its gradient is a scatter, done in I).
-int64_t WeightStashElements(const GptConfig& config, int layer, int64_t rows, int64_t seq);
+// Bytes one layer keeps between its input-gradient backward (I) and its
+// weight-gradient backward (W) for a microbatch of `rows` sequences of length
+// `seq`, activations of `element_bytes` each: for every GEMM the input X and
+// the output gradient dY. Block: (C + 3C) + (C + C) + (C + f) + (f + C)
+// elements per token; head: C + V; embedding: the int64 token ids + dY (C).
+// Same counts as models/spec/footprint.cc (the planner's wstash).
+int64_t WeightStashBytes(const GptConfig& config, int layer, int64_t rows, int64_t seq, int64_t element_bytes);
 
 // Forward FLOPs of one layer for `rows` x `seq` tokens (ECOSYSTEM §5.3:
 // 2 FLOPs per weight per token, plus 4*s*C per token of attention core).

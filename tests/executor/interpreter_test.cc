@@ -113,7 +113,10 @@ TEST(InterpreterTest, EveryFamilyCompletesWithCorrectDataFlow) {
 }
 
 TEST(InterpreterTest, ComputeBeforeReceiveIsAnErrorNamingTheAction) {
-  ScheduleRequest req{"1f1b", 2, 2};
+  ScheduleRequest req;
+  req.schedule = "1f1b";
+  req.pp_size = 2;
+  req.num_microbatches = 2;
   StatusOr<Program> compute = GenerateSchedule(req);
   ASSERT_TRUE(compute.ok());
   StatusOr<Program> lowered = AddSendRecv(*compute, UniformCosts(2));

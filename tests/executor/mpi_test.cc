@@ -79,8 +79,9 @@ TEST_P(MpiEquivalenceTest, MatchesSingleProcess) {
     const std::string name = spec.schedule + " P=" + std::to_string(P) + " m=" + std::to_string(m);
     auto plan = BuildPlan(spec);
     ASSERT_TRUE(plan.ok()) << name << ": cannot build the plan: " << plan.status().ToString();
-    int rows = 0;
-    for (int r : ReadTrainingShape(*plan)->microbatch_sizes) rows += r;
+    auto shape = ReadTrainingShape(*plan);
+    ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+    const int rows = shape->batch_rows;
     std::vector<TokenBatch> batches;
     for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(rows, 8, 200 + i));
     Result res = RunOne(*plan, spec.model, batches);
