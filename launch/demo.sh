@@ -6,20 +6,20 @@
 # falling, then a sample of generated text.
 #
 # Usage: launch/demo.sh [build-dir]      (default: ./build)
-# Environment: PW_DEMO_SCHEDULE (default zb-h1), PW_DEMO_STEPS (default 50),
-#              PW_DEMO_MICRO_BATCH (rows per microbatch, default 2),
-#              PW_DEMO_DIR (work directory; default a fresh temp dir).
-# Time: ~2.5 s per step on 2 cores with Debian's reference BLAS; installing
-# libopenblas0-pthread makes the GEMMs several times faster.
+# Environment: PW_DEMO_SCHEDULE (default auto: the planner picks by simulated
+#              step time), PW_DEMO_STEPS (default 120), PW_DEMO_MICRO_BATCH
+#              (rows per microbatch, default 2), PW_DEMO_DIR (work directory;
+#              default a fresh temp dir).
+# Time: ~0.5 s per step on 2 cores with OpenBLAS (launch/setup.sh installs
+# libopenblas0-pthread; Debian's reference BLAS is ~5x slower).
 set -euo pipefail
 
 build=${1:-build}
-schedule=${PW_DEMO_SCHEDULE:-zb-h1}
-steps=${PW_DEMO_STEPS:-50}
+schedule=${PW_DEMO_SCHEDULE:-auto}
+steps=${PW_DEMO_STEPS:-120}
 micro_batch=${PW_DEMO_MICRO_BATCH:-2}
-make_plan=$build/executor/pw_make_plan
 pipewright=$build/launch/pipewright
-for exe in "$make_plan" "$pipewright"; do
+for exe in "$pipewright"; do
   [[ -x $exe ]] || { echo "demo.sh: $exe not found; build first (cmake -B $build && cmake --build $build)" >&2; exit 2; }
 done
 command -v mpirun > /dev/null || { echo "demo.sh: mpirun not found (apt-get install openmpi-bin)" >&2; exit 2; }
@@ -39,9 +39,12 @@ cat > "$work/model.json" << 'JSON'
 {"model_type": "gpt2", "n_layer": 8, "n_embd": 128, "n_head": 4, "n_positions": 64, "vocab_size": 256}
 JSON
 
-# 8 microbatches of 2 sequences x 64 bytes = 1024 tokens per step.
-"$make_plan" --schedule "$schedule" --pp 4 -m 8 --model-config "$work/model.json" \
-  --seq-length 64 --micro-batch-size "$micro_batch" --out "$work/plan.json"
+# 8 microbatches of 2 sequences x 64 bytes = 1024 tokens per step. The planner
+# splits the 10 layers (embedding, 8 blocks, head) over P=4 ranks and picks
+# schedule x v x recompute by simulated step time for one CPU core per rank.
+"$pipewright" plan --model-config "$work/model.json" --device cpu-core --pp 4 --num-microbatches 8 \
+  --micro-batch-size "$micro_batch" --seq-length 64 --dtype fp32 --schedule "$schedule" \
+  --recompute-granularity none -o "$work/plan.json" | tail -n 4
 
 mpi=(mpirun --oversubscribe -np 4 -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1)
 [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
