@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "schedules/generators/generators.h"
+#include "schedules/simulate.h"
 
 namespace pw {
 
@@ -97,6 +98,26 @@ Program MakeEmptyProgram(const ScheduleRequest& req, int virtual_stages, Placeme
   p.stage_to_rank = MakeStageToRank(placement, req.pp_size, virtual_stages);
   p.ranks.resize(req.pp_size);
   return p;
+}
+
+Status CheckActivationLimit(const Program& program, const ScheduleRequest& req, const std::string& display_name,
+                            const std::string& advice) {
+  if (!req.memory_limit) return Status::Ok();
+  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(program, req.costs));
+  int64_t need = 0;
+  int worst = 0;
+  for (int r = 0; r < program.pp_size; ++r) {
+    int64_t peak = sim.per_rank[r].peak_memory_bytes - sim.per_rank[r].start_memory_bytes;
+    if (peak > need) {
+      need = peak;
+      worst = r;
+    }
+  }
+  if (static_cast<double>(need) <= *req.memory_limit) return Status::Ok();
+  return Status::Infeasible(display_name + " needs " + std::to_string(need) + " bytes of activation memory on rank " +
+                            std::to_string(worst) + " but --memory-limit is " +
+                            std::to_string(static_cast<int64_t>(*req.memory_limit)) + "; raise --memory-limit or " +
+                            advice);
 }
 
 StatusOr<StageCosts> RequestCosts(const ScheduleRequest& req) {

@@ -45,6 +45,14 @@ using BlockOffsetsFn = std::function<std::array<int, 4>(int pp_size, int rank)>;
 // walk exceeds it. `name` prefixes messages.
 StatusOr<Program> BuildingBlockV(const ScheduleRequest& req, const BlockOffsetsFn& offsets, const std::string& name);
 
+// Checks a fixed-order schedule against request.memory_limit (if set) with
+// the one memory walk there is, Simulate()'s (PLAN_FORMAT rule 7): the peak
+// above static bytes on every rank must fit. Infeasible otherwise, naming
+// `display_name`, --memory-limit, the bytes needed and `advice` (e.g. "use
+// zb-auto"). The program must be valid (it is simulated with req.costs).
+Status CheckActivationLimit(const Program& program, const ScheduleRequest& req, const std::string& display_name,
+                            const std::string& advice);
+
 // An empty program of the right shape for `req` and `placement`.
 Program MakeEmptyProgram(const ScheduleRequest& req, int virtual_stages, Placement placement);
 

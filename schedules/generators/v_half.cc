@@ -96,16 +96,7 @@ StatusOr<Program> BuildingBlockV(const ScheduleRequest& req, const BlockOffsetsF
     }
     list.insert(list.end(), pending_w.begin(), pending_w.end());
   }
-  if (req.memory_limit) {
-    PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(prog, req.costs));
-    int64_t peak = 0;
-    for (const RankResult& rr : sim.per_rank) peak = std::max(peak, rr.peak_memory_bytes - rr.start_memory_bytes);
-    if (static_cast<double>(peak) > *req.memory_limit)
-      return Status::Infeasible(name + " needs --memory-limit of at least " + std::to_string(peak) +
-                                " bytes of activation memory per rank, got " +
-                                std::to_string(static_cast<int64_t>(*req.memory_limit)) +
-                                "; raise --memory-limit or use v-min");
-  }
+  PW_RETURN_IF_ERROR(CheckActivationLimit(prog, req, name, "use v-min"));
   return prog;
 }
 

@@ -35,24 +35,6 @@
 
 namespace pw {
 
-namespace {
-
-// Peak of rank r's memory walk (activation and wstash only, static bytes
-// excluded), in costs.memory units (PLAN_FORMAT.md rule 7).
-int64_t PeakActivationMemory(const Program& p, const StageCosts& costs, int r) {
-  int64_t mem = 0, peak = 0;
-  for (const Action& a : p.ranks[r]) {
-    const StageMemory& sm = costs.memory[a.stage];
-    if (a.type == ActionType::kF) mem += sm.activation;
-    if (a.type == ActionType::kI) mem += sm.wstash - sm.activation;
-    if (a.type == ActionType::kW) mem -= sm.wstash;
-    peak = std::max(peak, mem);
-  }
-  return peak;
-}
-
-}  // namespace
-
 StatusOr<Program> GenerateZBH1(const ScheduleRequest& req) {
   const int P = req.pp_size, m = req.num_microbatches;
   Program p = MakeEmptyProgram(req, 1, Placement::kLoop);
@@ -74,15 +56,7 @@ StatusOr<Program> GenerateZBH1(const ScheduleRequest& req) {
     }
     while (next_w < m) list.push_back(MakeAction(r, ActionType::kW, next_w++));
   }
-  if (req.memory_limit) {
-    for (int r = 0; r < P; ++r) {
-      int64_t need = PeakActivationMemory(p, req.costs, r);
-      if (static_cast<double>(need) > *req.memory_limit)
-        return Status::Infeasible("ZB-H1 needs " + std::to_string(need) + " bytes of activation memory on rank " +
-                                  std::to_string(r) + " but --memory-limit is " +
-                                  std::to_string(static_cast<int64_t>(*req.memory_limit)));
-    }
-  }
+  PW_RETURN_IF_ERROR(CheckActivationLimit(p, req, "ZB-H1", "use zb-auto"));
   return p;
 }
 

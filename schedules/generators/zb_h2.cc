@@ -40,24 +40,6 @@
 
 namespace pw {
 
-namespace {
-
-// Peak of rank r's memory walk (activation and wstash only, static bytes
-// excluded), in costs.memory units (PLAN_FORMAT.md rule 7).
-int64_t PeakActivationMemory(const Program& p, const StageCosts& costs, int r) {
-  int64_t mem = 0, peak = 0;
-  for (const Action& a : p.ranks[r]) {
-    const StageMemory& sm = costs.memory[a.stage];
-    if (a.type == ActionType::kF) mem += sm.activation;
-    if (a.type == ActionType::kI) mem += sm.wstash - sm.activation;
-    if (a.type == ActionType::kW) mem -= sm.wstash;
-    peak = std::max(peak, mem);
-  }
-  return peak;
-}
-
-}  // namespace
-
 StatusOr<Program> GenerateZBH2(const ScheduleRequest& req) {
   const int P = req.pp_size, m = req.num_microbatches;
   Program p = MakeEmptyProgram(req, 1, Placement::kLoop);
@@ -77,16 +59,8 @@ StatusOr<Program> GenerateZBH2(const ScheduleRequest& req) {
     }
     while (next_w < m) list.push_back(MakeAction(r, ActionType::kW, next_w++));
   }
-  if (req.memory_limit) {
-    int64_t need = 0;
-    for (int r = 0; r < P; ++r) need = std::max(need, PeakActivationMemory(p, req.costs, r));
-    if (static_cast<double>(need) > *req.memory_limit)
-      return Status::Infeasible("ZB-H2 needs " + std::to_string(need) +
-                                " bytes of activation memory per rank (about 2P-1 microbatches' activations) but "
-                                "--memory-limit is " +
-                                std::to_string(static_cast<int64_t>(*req.memory_limit)) +
-                                "; raise --memory-limit or use zb-h1 / zb-auto");
-  }
+  PW_RETURN_IF_ERROR(CheckActivationLimit(p, req, "ZB-H2 (about 2P-1 microbatches' activations)",
+                                          "use zb-h1 / zb-auto"));
   return p;
 }
 
