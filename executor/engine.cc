@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <cmath>
 #include <random>
 
 #include "executor/interpreter.h"
@@ -24,7 +25,7 @@ NamedValues ToNamedValues(const std::string& name, const torch::Tensor& t, const
   NamedValues nv;
   nv.name = name;
   nv.shape = like.sizes().vec();
-  torch::Tensor d = t.defined() ? t.detach().to(torch::kDouble).contiguous()
+  torch::Tensor d = t.defined() ? t.detach().to(torch::kCPU).to(torch::kDouble).contiguous()
                                 : torch::zeros(like.sizes(), torch::TensorOptions().dtype(torch::kDouble));
   nv.values.assign(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
   return nv;
@@ -86,12 +87,33 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   impl->options = options;
   impl->checked = checked;
   if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
+  if (options.device != "cpu") {
+    // Every rank must refuse together, so the check is agreed on.
+    const bool usable = options.device == "cuda" && torch::cuda::is_available();
+    PW_ASSIGN_OR_RETURN(auto ok, comm.AllGather(usable ? "1" : "0"));
+    for (size_t r = 0; r < ok.size(); ++r)
+      if (ok[r] != "1")
+        return Status::InvalidArgument(
+            "rank " + std::to_string(r) + ": --device " + options.device +
+            (options.device == "cuda" ? ": this LibTorch reports no usable CUDA device (a CPU-only build such as "
+                                        "Debian's 1.13, or no GPU visible)"
+                                      : ": unknown device (cpu or cuda)") +
+            "; the CUDA stage path runs on GPU machines through launch/device-check.sh");
+  }
+  // CUDA: device local_rank % device_count (NCCL refuses two ranks on one GPU;
+  // the MPI-staged path here allows it).
+  const torch::Device device = options.device == "cuda"
+                                   ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(
+                                                                     options.local_rank % std::max<size_t>(
+                                                                                              1, torch::cuda::device_count())))
+                                   : torch::Device(torch::kCPU);
   std::map<int, models::GptStage> stages;
   try {
     for (const PlanStage& s : plan.stages) {
       if (s.rank != comm.rank()) continue;
-      stages.emplace(s.index, models::GptStage(checked.model, s.layer_begin, s.layer_end, options.init_seed,
-                                               DtypeOf(options)));
+      models::GptStage stage(checked.model, s.layer_begin, s.layer_end, options.init_seed, DtypeOf(options));
+      stage->to(device);  // initial weights are made on the CPU: the same on every device
+      stages.emplace(s.index, std::move(stage));
     }
   } catch (const c10::Error& e) {
     return Status::ComputeError("rank " + std::to_string(comm.rank()) + ": building stages: " +
@@ -106,11 +128,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   }
   impl->optimizer = std::make_unique<torch::optim::AdamW>(MakeOptimizer(params, options));
   impl->backend = std::make_unique<TorchStageBackend>(impl->program, comm.rank(), checked.model, checked.training,
-                                                      DtypeOf(options), std::move(stages));
+                                                      DtypeOf(options), std::move(stages), device,
+                                                      options.device_messages && device.is_cuda());
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer) {
+StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer, const StepHooks* hooks) {
   Impl& m = *impl_;
   const TrainingShape& shape = m.checked.training;
   if (batch.rows != shape.batch_rows || batch.seq != shape.seq_length)
@@ -123,7 +146,28 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer)
   for (auto& np : m.named_params) params.push_back(np.second);
   ZeroGrads(params);
   m.backend->BeginStep(&batch);
-  PW_ASSIGN_OR_RETURN(RankStepTiming timing, RunRankStep(m.program, m.step, *m.comm, *m.backend));
+  PW_ASSIGN_OR_RETURN(RankStepTiming timing, RunRankStep(m.program, m.step, *m.comm, *m.backend, hooks));
+  double grad_norm = 0.0;
+  if (m.options.clip_grad_norm > 0) {
+    // Global norm: every rank's sum of squares (float64), all-gathered; the
+    // same coefficient on every rank (torch.nn.utils.clip_grad_norm_).
+    double sumsq = 0.0;
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& p : params)
+        if (p.grad().defined()) sumsq += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
+    }
+    PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.comm, {sumsq}));
+    double total = 0.0;
+    for (const auto& v : norms) total += v[0];
+    grad_norm = std::sqrt(total);
+    const double coef = m.options.clip_grad_norm / (grad_norm + 1e-6);
+    if (coef < 1.0) {
+      torch::NoGradGuard no_grad;
+      for (const auto& p : params)
+        if (p.grad().defined()) p.mutable_grad().mul_(coef);
+    }
+  }
   if (apply_optimizer) {
     try {
       m.optimizer->step();
@@ -144,6 +188,8 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer)
   r.bubble_ratio = r.makespan_s > 0 ? 1.0 - r.busy_s / (static_cast<double>(all.size()) * r.makespan_s) : 0.0;
   r.wait_s = timing.wait_s;
   r.tokens = static_cast<int64_t>(batch.rows) * batch.seq;
+  r.grad_norm = grad_norm;
+  r.spans = std::move(timing.spans);
   ++m.step;
   return r;
 }
@@ -195,6 +241,57 @@ Status Engine::SaveStages(const std::string& dir) const {
       return Status::ComputeError("rank " + std::to_string(rank()) + ": saving " + path + ": " +
                                   e.what_without_backtrace());
     }
+  }
+  return Status::Ok();
+}
+
+Status Engine::SaveCheckpoint(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  try {
+    torch::serialize::OutputArchive archive;
+    for (const auto& [name, p] : impl_->named_params) archive.write("param/" + name, p.detach().to(torch::kCPU));
+    torch::serialize::OutputArchive optimizer;
+    impl_->optimizer->save(optimizer);
+    archive.write("optimizer", optimizer);
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    return Status::ComputeError("rank " + std::to_string(rank()) + ": writing checkpoint " + tmp + ": " +
+                                e.what_without_backtrace());
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::ComputeError("rank " + std::to_string(rank()) + ": renaming " + tmp + " to " + path + ": " +
+                                      ec.message());
+  return Status::Ok();
+}
+
+Status Engine::LoadCheckpoint(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    return Status::NotFound("rank " + std::to_string(rank()) + ": checkpoint file " + path + " is missing");
+  std::string current;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::NoGradGuard no_grad;
+    for (auto& [name, p] : impl_->named_params) {
+      current = name;
+      torch::Tensor t;
+      if (!archive.try_read("param/" + name, t))
+        return Status::ComputeError("rank " + std::to_string(rank()) + ": checkpoint " + path +
+                                    " has no parameter " + name + " (written for other stages?)");
+      if (t.sizes() != p.sizes() || t.scalar_type() != p.scalar_type())
+        return Status::ComputeError("rank " + std::to_string(rank()) + ": checkpoint " + path + ": parameter " +
+                                    name + " has shape/dtype " + t.toString() + " " + c10::str(t.sizes()) +
+                                    ", the stage expects " + p.toString() + " " + c10::str(p.sizes()));
+      p.copy_(t);
+    }
+    current = "optimizer";
+    torch::serialize::InputArchive optimizer;
+    archive.read("optimizer", optimizer);
+    impl_->optimizer->load(optimizer);
+  } catch (const c10::Error& e) {
+    return Status::ComputeError("rank " + std::to_string(rank()) + ": reading checkpoint " + path + " (" + current +
+                                "): " + e.what_without_backtrace());
   }
   return Status::Ok();
 }

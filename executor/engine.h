@@ -17,6 +17,7 @@
 
 #include "executor/communicator.h"
 #include "executor/data.h"
+#include "executor/interpreter.h"
 #include "schedules/plan.h"
 #include "schedules/status.h"
 
@@ -37,6 +38,17 @@ struct EngineOptions {
   // LibTorch intra-op threads for this process; 0 = leave the default.
   // Several ranks on few cores want 1.
   int intra_op_threads = 1;
+  // Clip gradients by their global L2 norm over every rank's parameters (an
+  // all-gather per step: a global barrier, so the plan should have been made
+  // for makespan_s, PLAN_FORMAT rule 9). 0 = no clipping.
+  double clip_grad_norm = 0.0;
+  // "cpu" or "cuda" (the device of local_rank % device_count). "cuda" is
+  // refused with a reason when this LibTorch has no usable CUDA device.
+  std::string device = "cpu";
+  int local_rank = 0;
+  // Messages live on the compute device (NCCL) instead of host buffers
+  // (MPI-staged). REQUIRES device "cuda".
+  bool device_messages = false;
 };
 
 // A tensor copied out as doubles, for comparisons without LibTorch.
@@ -54,6 +66,8 @@ struct StepReport {
   double bubble_ratio = 0.0;  // 1 - busy / (P * makespan), PLAN_FORMAT rule 8, measured
   double wait_s = 0.0;        // this rank's seconds blocked in receives
   int64_t tokens = 0;         // rows * seq_length of the batch
+  double grad_norm = 0.0;     // global L2 norm before clipping (0 unless clip_grad_norm > 0)
+  std::vector<ActionSpan> spans;  // this rank's measured actions (hooks->record_spans)
 };
 
 // Deferred weight-gradient memory of the last step, per stage of this rank.
@@ -79,7 +93,8 @@ class Engine {
   // `apply_optimizer`, then gathers loss and timings. Collective.
   // Errors: InvalidArgument if the batch shape differs from the plan's
   // training fields; interpreter errors (rank, step, action, grid).
-  StatusOr<StepReport> Step(const TokenBatch& batch, bool apply_optimizer = true);
+  // `hooks` (optional): span recording, the wait board, fault injection.
+  StatusOr<StepReport> Step(const TokenBatch& batch, bool apply_optimizer = true, const StepHooks* hooks = nullptr);
 
   // This rank's parameters / gradients (undefined gradients as zeros).
   std::vector<NamedValues> Parameters() const;
@@ -91,6 +106,14 @@ class Engine {
   void SetLearningRate(double lr);
   // Writes stage_<s>.pt for each stage of this rank into `dir` (created).
   Status SaveStages(const std::string& dir) const;
+  // Writes this rank's parameters (by name) and AdamW state to `path`
+  // atomically (path + ".tmp", then rename). Errors: ComputeError naming the
+  // rank and file.
+  Status SaveCheckpoint(const std::string& path) const;
+  // Loads what SaveCheckpoint wrote into this rank's parameters and
+  // optimizer, bit for bit. Errors: NotFound (missing file), ComputeError
+  // naming the rank, file and missing/mis-shaped parameter.
+  Status LoadCheckpoint(const std::string& path);
 
   const Plan& plan() const;
   int rank() const;

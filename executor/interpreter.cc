@@ -4,6 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "executor/watchdog.h"
+
 namespace pw::exec {
 
 namespace {
@@ -14,7 +16,10 @@ double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 
 }  // namespace
 
-StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communicator& comm, StageBackend& backend) {
+StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communicator& comm, StageBackend& backend,
+                                     const StepHooks* hooks) {
+  const bool record = hooks != nullptr && hooks->record_spans;
+  WaitBoard* board = hooks != nullptr ? hooks->board : nullptr;
   const int rank = comm.rank();
   if (rank < 0 || rank >= static_cast<int>(program.ranks.size()))
     return Status::InvalidArgument("rank " + std::to_string(rank) + " has no action list (plan pp_size=" +
@@ -24,10 +29,31 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
   const int last_stage = program.num_stages - 1;
   RankStepTiming timing;
   const Clock::time_point t0 = Clock::now();
+  if (record) timing.spans.resize(actions.size());
+  auto mark = [&](size_t index, Clock::time_point a, Clock::time_point b) {
+    if (!record) return;
+    timing.spans[index] = ActionSpan{static_cast<int>(index), Seconds(t0, a), Seconds(t0, b)};
+  };
+  // "rank 1, step 3, action 7 '1F3' waiting for 1RECV_F3 (microbatch 3) from rank 0"
+  auto waiting_text = [&](size_t index, const Action& awaited, int peer) {
+    return "rank " + std::to_string(rank) + ", step " + std::to_string(step) + ", action " + std::to_string(index) +
+           " '" + actions[index].ToString() + "' waiting for " + awaited.ToString() + " (microbatch " +
+           std::to_string(awaited.microbatch) + ") from rank " + std::to_string(peer);
+  };
 
   // Posted receives by (type, stage, mb) and posted sends, waited late.
-  std::map<std::tuple<int, int, int>, RequestId> recvs;
-  std::vector<std::pair<RequestId, int>> sends;  // (request, action index)
+  struct PostedRecv {
+    RequestId id;
+    size_t index;  // of the RECV action
+    Clock::time_point posted;
+  };
+  std::map<std::tuple<int, int, int>, PostedRecv> recvs;
+  struct PostedSend {
+    RequestId id;
+    int index;  // of the SEND action
+    Clock::time_point posted;
+  };
+  std::vector<PostedSend> sends;
 
   auto fail = [&](size_t index, const Status& st) {
     GridMark mark;
@@ -46,16 +72,28 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
     if (it == recvs.end())
       return Status::Internal("computing " + a.ToString() + " before receiving its input (no " +
                               MakeAction(a.stage, recv_type, a.microbatch).ToString() + " earlier in the list)");
+    const Action awaited = actions[it->second.index];
+    const int peer = s2r[producer_stage];
+    if (board) board->Set(waiting_text(index, awaited, peer));
     const Clock::time_point w0 = Clock::now();
-    Status st = comm.Wait(it->second);
-    timing.wait_s += Seconds(w0, Clock::now());
+    Status st = comm.Wait(it->second.id);
+    const Clock::time_point w1 = Clock::now();
+    if (board) board->Set("rank " + std::to_string(rank) + ", step " + std::to_string(step) + " computing " +
+                          a.ToString());
+    timing.wait_s += Seconds(w0, w1);
+    mark(it->second.index, it->second.posted, w1);
     recvs.erase(it);
+    if (!st.ok())
+      return Status(st.code(), "waiting for " + awaited.ToString() + " (microbatch " +
+                                   std::to_string(awaited.microbatch) + ") from rank " + std::to_string(peer) + ": " +
+                                   st.message());
     return st;
   };
 
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     Status st;
+    if (hooks != nullptr && hooks->before_action) hooks->before_action(static_cast<int>(i));
     switch (a.type) {
       case ActionType::kF:
       case ActionType::kB:
@@ -69,7 +107,9 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         if (a.type == ActionType::kB) st = backend.Backward(a.stage, a.microbatch, /*input_only=*/false);
         if (a.type == ActionType::kI) st = backend.Backward(a.stage, a.microbatch, /*input_only=*/true);
         if (a.type == ActionType::kW) st = backend.BackwardWeight(a.stage, a.microbatch);
-        timing.busy_s += Seconds(c0, Clock::now());
+        const Clock::time_point c1 = Clock::now();
+        timing.busy_s += Seconds(c0, c1);
+        mark(i, c0, c1);
         break;
       }
       case ActionType::kSendF:
@@ -82,9 +122,10 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         StatusOr<MessageBuffer> buf = backend.SendBuffer(a.type, a.stage, a.microbatch);
         if (!buf.ok()) return fail(i, buf.status());
         const Channel ch = a.type == ActionType::kSendF ? Channel::kForward : Channel::kBackward;
+        const Clock::time_point posted = Clock::now();
         StatusOr<RequestId> id = comm.Isend(s2r[peer_stage], ch, buf->data, buf->bytes);
         if (!id.ok()) return fail(i, id.status());
-        sends.emplace_back(*id, static_cast<int>(i));
+        sends.push_back(PostedSend{*id, static_cast<int>(i), posted});
         break;
       }
       case ActionType::kRecvF:
@@ -97,18 +138,30 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         StatusOr<MessageBuffer> buf = backend.RecvBuffer(a.type, a.stage, a.microbatch);
         if (!buf.ok()) return fail(i, buf.status());
         const Channel ch = a.type == ActionType::kRecvF ? Channel::kForward : Channel::kBackward;
+        const Clock::time_point posted = Clock::now();
         StatusOr<RequestId> id = comm.Irecv(s2r[peer_stage], ch, buf->data, buf->bytes);
         if (!id.ok()) return fail(i, id.status());
-        recvs[{static_cast<int>(a.type), a.stage, a.microbatch}] = *id;
+        recvs[{static_cast<int>(a.type), a.stage, a.microbatch}] = PostedRecv{*id, i, posted};
         break;
       }
     }
     if (!st.ok()) return fail(i, st);
   }
-  for (const auto& [id, index] : sends) {
-    Status st = comm.Wait(id);
-    if (!st.ok()) return fail(static_cast<size_t>(index), st);
+  for (const PostedSend& p : sends) {
+    const Action& sent = actions[p.index];
+    const int peer = s2r[sent.type == ActionType::kSendF ? sent.stage + 1 : sent.stage - 1];
+    if (board)
+      board->Set("rank " + std::to_string(rank) + ", step " + std::to_string(step) + ", action " +
+                 std::to_string(p.index) + " '" + sent.ToString() + "' waiting for rank " + std::to_string(peer) +
+                 " to receive it (microbatch " + std::to_string(sent.microbatch) + ")");
+    Status st = comm.Wait(p.id);
+    mark(static_cast<size_t>(p.index), p.posted, Clock::now());
+    if (!st.ok())
+      return fail(static_cast<size_t>(p.index),
+                  Status(st.code(), "waiting for rank " + std::to_string(peer) + " to receive microbatch " +
+                                        std::to_string(sent.microbatch) + ": " + st.message()));
   }
+  if (board) board->Set("rank " + std::to_string(rank) + " after step " + std::to_string(step));
   if (!recvs.empty()) {
     const auto& [type, stage, mb] = recvs.begin()->first;
     return Status::Internal("rank " + std::to_string(rank) + ", step " + std::to_string(step) + ": " +

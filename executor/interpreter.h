@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "executor/communicator.h"
@@ -49,10 +50,32 @@ class StageBackend {
   virtual Status EndStep() = 0;
 };
 
+// Measured interval of one action of the rank's list, in seconds from the
+// start of RunRankStep. Compute: start/end of the computation. SEND: posted
+// -> its wait completed. RECV: posted -> its wait returned (data there).
+struct ActionSpan {
+  int index = 0;          // position in the rank's action list
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
+
+// What this rank is blocked on right now, readable from a signal handler
+// (watchdog.h): a fixed buffer, overwritten before each wait.
+class WaitBoard;
+
+// Optional instrumentation of one step; every member may be left empty.
+struct StepHooks {
+  bool record_spans = false;  // fill RankStepTiming::spans (--trace)
+  WaitBoard* board = nullptr;  // set to "rank r, step k, waiting on ..." before each wait
+  // Called before action `index` runs (test-only fault injection).
+  std::function<void(int index)> before_action;
+};
+
 struct RankStepTiming {
   double busy_s = 0.0;    // sum of compute action durations on this rank
   double end_s = 0.0;     // from the call's start to the last send completing
   double wait_s = 0.0;    // time blocked in receive waits
+  std::vector<ActionSpan> spans;  // one per action, list order (if hooks->record_spans)
 };
 
 // Runs `actions` (the rank's list from `program`) on `backend` and `comm`.
@@ -62,6 +85,9 @@ struct RankStepTiming {
 // grid with the action marked: backend errors (ComputeError), comm errors
 // (CommError), and a compute whose cross-rank input was never received
 // (Internal: "computing 2F0 before receiving its input").
-StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communicator& comm, StageBackend& backend);
+// A receive that times out (the communicator's watchdog) is reported as
+// "waiting for <RECV action> (microbatch m) from rank p: ...".
+StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communicator& comm, StageBackend& backend,
+                                     const StepHooks* hooks = nullptr);
 
 }  // namespace pw::exec

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <thread>
 #include <map>
 
@@ -143,21 +144,10 @@ Status MpiCommunicator::Wait(RequestId id) {
     return Status::Internal("rank " + std::to_string(rank_) + ": wait on unknown request " + std::to_string(id));
   Impl::Pending p = it->second;
   impl_->pending.erase(it);
-  // Poll with a growing sleep instead of MPI_Wait: Open MPI's MPI_Wait spins,
-  // and with more ranks than cores (tests, the CPU demo) a spinning rank
-  // steals the core a computing rank needs. A message is detected at most
-  // ~1 ms late, small next to a compute action.
   MPI_Status status;
-  int rc = MPI_SUCCESS, done = 0;
-  for (int us = 20;; us = std::min(us * 2, 1000)) {
-    rc = MPI_Test(&p.request, &done, &status);
-    if (rc != MPI_SUCCESS || done) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(us));
-  }
   const std::string what = std::string(p.is_recv ? "receive from" : "send to") + " rank " + std::to_string(p.peer);
-  if (rc != MPI_SUCCESS)
-    return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what + " failed: " +
-                             MpiErrorText(rc == MPI_ERR_IN_STATUS ? status.MPI_ERROR : rc));
+  Status polled = Poll(&p.request, &status, what);
+  if (!polled.ok()) return polled;
   if (p.is_recv) {
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
@@ -168,31 +158,65 @@ Status MpiCommunicator::Wait(RequestId id) {
   return Status::Ok();
 }
 
+Status MpiCommunicator::Poll(void* request_ptr, void* status_ptr, const std::string& what) {
+  auto* request = static_cast<MPI_Request*>(request_ptr);
+  auto* status = static_cast<MPI_Status*>(status_ptr);
+  // Poll with a growing sleep instead of MPI_Wait: Open MPI's MPI_Wait spins,
+  // and with more ranks than cores (tests, the CPU demo) a spinning rank
+  // steals the core a computing rank needs. A message is detected at most
+  // ~1 ms late, small next to a compute action.
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = MPI_SUCCESS, done = 0;
+  for (int us = 20;; us = std::min(us * 2, 1000)) {
+    rc = MPI_Test(request, &done, status);
+    if (rc != MPI_SUCCESS || done) break;
+    if (watchdog_s_ > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > watchdog_s_) {
+      char secs[32];
+      std::snprintf(secs, sizeof(secs), "%g", watchdog_s_);
+      return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what + ": no progress for " +
+                               secs + " s (watchdog --watchdog-s): the peer died, hangs, or is far behind");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+  }
+  if (rc != MPI_SUCCESS)
+    return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what + " failed: " +
+                             MpiErrorText(rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR : rc));
+  return Status::Ok();
+}
+
 StatusOr<std::vector<std::string>> MpiCommunicator::AllGather(const std::string& mine) {
   int len = static_cast<int>(mine.size());
   std::vector<int> lens(size_), offsets(size_);
-  int rc = MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, impl_->comm);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Status status;
+  int rc = MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, impl_->comm, &request);
   if (rc != MPI_SUCCESS)
-    return Status::CommError("rank " + std::to_string(rank_) + ": MPI_Allgather failed: " + MpiErrorText(rc));
+    return Status::CommError("rank " + std::to_string(rank_) + ": MPI_Iallgather failed: " + MpiErrorText(rc));
+  PW_RETURN_IF_ERROR(Poll(&request, &status, "all-gather (sizes) with every rank"));
   int total = 0;
   for (int r = 0; r < size_; ++r) {
     offsets[r] = total;
     total += lens[r];
   }
   std::string all(static_cast<size_t>(total), '\0');
-  rc = MPI_Allgatherv(mine.data(), len, MPI_BYTE, all.data(), lens.data(), offsets.data(), MPI_BYTE, impl_->comm);
+  rc = MPI_Iallgatherv(mine.data(), len, MPI_BYTE, all.data(), lens.data(), offsets.data(), MPI_BYTE, impl_->comm,
+                       &request);
   if (rc != MPI_SUCCESS)
-    return Status::CommError("rank " + std::to_string(rank_) + ": MPI_Allgatherv failed: " + MpiErrorText(rc));
+    return Status::CommError("rank " + std::to_string(rank_) + ": MPI_Iallgatherv failed: " + MpiErrorText(rc));
+  PW_RETURN_IF_ERROR(Poll(&request, &status, "all-gather with every rank"));
   std::vector<std::string> out(size_);
   for (int r = 0; r < size_; ++r) out[r] = all.substr(offsets[r], lens[r]);
   return out;
 }
 
 Status MpiCommunicator::Barrier() {
-  int rc = MPI_Barrier(impl_->comm);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Status status;
+  int rc = MPI_Ibarrier(impl_->comm, &request);
   if (rc != MPI_SUCCESS)
-    return Status::CommError("rank " + std::to_string(rank_) + ": MPI_Barrier failed: " + MpiErrorText(rc));
-  return Status::Ok();
+    return Status::CommError("rank " + std::to_string(rank_) + ": MPI_Ibarrier failed: " + MpiErrorText(rc));
+  return Poll(&request, &status, "barrier with every rank");
 }
 
 }  // namespace pw::exec

@@ -49,9 +49,20 @@ class MpiCommunicator : public Communicator {
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
   Status Barrier() override;
 
+  // Watchdog: a Wait, AllGather or Barrier that sees no completion for
+  // `seconds` returns CommError ("no progress for 30 s ... (--watchdog-s)")
+  // instead of blocking forever on a dead or hung peer. 0 = wait forever
+  // (the default). The request is left pending: after such an error the
+  // process must end (MpiEnvironment::AbortJob), not reuse the communicator.
+  void SetWatchdog(double seconds) { watchdog_s_ = seconds; }
+
  private:
   struct Impl;
   MpiCommunicator();
+  // Polls `request` to completion with a growing sleep, honouring the
+  // watchdog. `what` names the operation in errors.
+  Status Poll(void* request, void* status, const std::string& what);
+  double watchdog_s_ = 0.0;
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1;
 };

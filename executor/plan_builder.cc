@@ -107,7 +107,9 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
                             {"seq_length", spec.seq_length},
                             {"global_batch_size", batch},
                             {"microbatch_sizes", sizes},
-                            {"dtype_bytes", spec.bytes_per_element}};
+                            {"dtype_bytes", spec.bytes_per_element},
+                            {"global_barrier", spec.clip_grad_norm > 0},
+                            {"clip_grad_norm", spec.clip_grad_norm}};
   return plan;
 }
 

@@ -31,6 +31,9 @@ struct PlanSpec {
   // possible, earlier stages taking the remainder.
   std::vector<int> layers_per_stage;
   int bytes_per_element = 4;      // activation dtype size (4 = float32, 8 = float64)
+  // > 0: the run clips by the global gradient norm; recorded as
+  // training.clip_grad_norm with training.global_barrier = true.
+  double clip_grad_norm = 0.0;
 };
 
 // Errors: InvalidArgument naming the field (model config, layers_per_stage

@@ -62,9 +62,10 @@ void WeightGradStore::ResetStats() {
 
 TorchStageBackend::TorchStageBackend(const Program& program, int rank, const models::GptConfig& config,
                                      TrainingShape shape, torch::Dtype dtype,
-                                     std::map<int, models::GptStage> stages)
-    : program_(program), rank_(rank), config_(config), shape_(std::move(shape)), dtype_(dtype),
-      stages_(std::move(stages)) {
+                                     std::map<int, models::GptStage> stages, torch::Device device,
+                                     bool device_messages)
+    : program_(program), rank_(rank), config_(config), shape_(std::move(shape)), dtype_(dtype), device_(device),
+      device_messages_(device_messages), stages_(std::move(stages)) {
   for (auto& [s, module] : stages_) module->SetSink(&store_);
 }
 
@@ -87,7 +88,8 @@ Status TorchStageBackend::Forward(int stage, int mb) {
       // Only the first stage reads inputs: tokens (b, T) int64.
       st.input = torch::from_blob(const_cast<int64_t*>(batch_->inputs.data()) + off * T, {rows, T},
                                   torch::TensorOptions().dtype(torch::kLong))
-                     .clone();
+                     .clone()
+                     .to(device_);
     } else if (program_.stage_to_rank[stage - 1] == rank_) {
       auto prev = state_.find({stage - 1, mb});
       if (prev == state_.end() || !prev->second.output.defined())
@@ -95,7 +97,7 @@ Status TorchStageBackend::Forward(int stage, int mb) {
       st.input = prev->second.output.detach().requires_grad_(true);  // (b, T, C), local hand-over
     } else {
       if (!st.recv_input.defined()) return Status::Internal(Where("F", stage, mb) + " has no received input");
-      st.input = st.recv_input.requires_grad_(true);  // (b, T, C)
+      st.input = st.recv_input.to(device_).requires_grad_(true);  // (b, T, C), host -> device if CUDA
       st.recv_input = torch::Tensor();
     }
     torch::Tensor out = module_it->second->forward(st.input);  // (b, T, C) or logits (b, T, V)
@@ -105,7 +107,8 @@ Status TorchStageBackend::Forward(int stage, int mb) {
       // the batch mean and gradients accumulate without rescaling.
       torch::Tensor targets = torch::from_blob(const_cast<int64_t*>(batch_->targets.data()) + off * T, {rows, T},
                                                torch::TensorOptions().dtype(torch::kLong))
-                                  .clone();  // (b, T)
+                                  .clone()
+                                  .to(device_);  // (b, T)
       out = models::LanguageModelLoss(out, targets) *
             (static_cast<double>(rows) / static_cast<double>(shape_.batch_rows));  // ()
       loss_sum_ += out.item<double>();
@@ -136,7 +139,7 @@ Status TorchStageBackend::Backward(int stage, int mb, bool input_only) {
       grad = nx->second.input_grad;
     } else {
       if (!st.recv_grad.defined()) return Status::Internal(Where(what, stage, mb) + " has no received gradient");
-      grad = st.recv_grad;
+      grad = st.recv_grad.to(device_);  // host -> device if CUDA
     }
   }
   try {
@@ -182,14 +185,21 @@ StatusOr<MessageBuffer> TorchStageBackend::SendBuffer(ActionType type, int stage
   if (src.sizes().vec() != MessageShape(mb) || src.scalar_type() != dtype_)
     return Status::Internal(Where(forward ? "SEND_F" : "SEND_B", stage, mb) + ": tensor shape " +
                             c10::str(src.sizes()) + " differs from the plan's " + c10::str(MessageShape(mb)));
-  st.send = src.detach().contiguous();
+  // Device buffer for NCCL; else device -> host if CUDA (MPI-staged). With
+  // NCCL the comm stream waits on the compute stream before sending, and the
+  // tensor lives until EndStep, after every send was waited.
+  st.send = device_messages_ ? src.detach().contiguous() : src.detach().to(torch::kCPU).contiguous();
   if (!forward) st.input_grad = torch::Tensor();  // the send holds it now
   return MessageBuffer{st.send.data_ptr(), static_cast<int64_t>(st.send.numel() * st.send.element_size())};
 }
 
 StatusOr<MessageBuffer> TorchStageBackend::RecvBuffer(ActionType type, int stage, int mb) {
   MicrobatchState& st = state_[{stage, mb}];
-  torch::Tensor buf = torch::empty(MessageShape(mb), torch::TensorOptions().dtype(dtype_));  // (b, T, C)
+  // Host buffer (b, T, C); pinned when compute is on a GPU, for fast copies.
+  torch::Tensor buf =
+      device_messages_
+          ? torch::empty(MessageShape(mb), torch::TensorOptions().dtype(dtype_).device(device_))
+          : torch::empty(MessageShape(mb), torch::TensorOptions().dtype(dtype_).pinned_memory(device_.is_cuda()));
   if (type == ActionType::kRecvF) st.recv_input = buf; else st.recv_grad = buf;
   return MessageBuffer{buf.data_ptr(), static_cast<int64_t>(buf.numel() * buf.element_size())};
 }

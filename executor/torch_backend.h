@@ -59,9 +59,14 @@ class WeightGradStore : public models::DeferredGradSink {
 // EndStep; EndStep drops everything per-step.
 class TorchStageBackend : public StageBackend {
  public:
-  // `stages`: this rank's stage modules by global stage index.
+  // `stages`: this rank's stage modules by global stage index, already on
+  // `device`. Compute runs on `device`; messages are host (CPU) buffers
+  // (MPI-staged: device -> host before a send, host -> device when the
+  // consumer runs; Debian's Open MPI is not CUDA-aware), which for a CPU
+  // device costs nothing.
   TorchStageBackend(const Program& program, int rank, const models::GptConfig& config, TrainingShape shape,
-                    torch::Dtype dtype, std::map<int, models::GptStage> stages);
+                    torch::Dtype dtype, std::map<int, models::GptStage> stages,
+                    torch::Device device = torch::Device(torch::kCPU), bool device_messages = false);
 
   // Starts a step on `batch` (REQUIRES: outlives the step): resets the loss
   // sum and the stash statistics.
@@ -103,6 +108,8 @@ class TorchStageBackend : public StageBackend {
   models::GptConfig config_;
   TrainingShape shape_;
   torch::Dtype dtype_;
+  torch::Device device_;
+  bool device_messages_;  // message buffers on device_ (NCCL), else host (MPI-staged)
   std::map<int, models::GptStage> stages_;
   WeightGradStore store_;
   const TokenBatch* batch_ = nullptr;

@@ -1,11 +1,17 @@
 #include "executor/train.h"
 
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "executor/checkpoint.h"
 #include "executor/data.h"
+#include "executor/measured_trace.h"
+#include "executor/watchdog.h"
 #include "executor/plan_builder.h"
 #include "executor/preflight.h"
 
@@ -19,6 +25,53 @@ double LearningRate(const RunOptions& o, int step) {
   const int decay_steps = std::max(1, o.steps - o.warmup_steps);
   const double progress = std::min(1.0, static_cast<double>(step - o.warmup_steps) / decay_steps);
   return o.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
+}
+
+// Collective: every rank contributes its status; all return the first
+// failure (by rank), so that ranks refuse together instead of some waiting.
+Status AgreeOnStatus(const Status& mine, Communicator& comm) {
+  PW_ASSIGN_OR_RETURN(auto all, comm.AllGather(mine.ok() ? std::string() : mine.ToString()));
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) return mine.ok() ? Status::InvalidArgument("rank " + std::to_string(r) + ": " + all[r]) : mine;
+  return Status::Ok();
+}
+
+// Resolves --clip-grad-norm against the plan: the plan records whether a
+// global barrier ends each step (training.global_barrier, PLAN_FORMAT rule 9).
+StatusOr<double> ClipNorm(const RunOptions& o, const Plan& plan) {
+  const nlohmann::json training = plan.extra.value("training", nlohmann::json::object());
+  const double planned = training.value("clip_grad_norm", 0.0);
+  const bool barrier = training.value("global_barrier", false);
+  const double clip = o.clip_grad_norm < 0 ? planned : o.clip_grad_norm;
+  if (clip > 0 && !barrier)
+    return Status::InvalidArgument(
+        "--clip-grad-norm " + std::to_string(clip) + ": clipping by the global norm puts a barrier at the end of "
+        "each step, but the plan " + o.plan_path + " was not made for one (training.global_barrier is not true; it "
+        "may minimise steady_step_s). Re-plan with --clip-grad-norm (pipewright plan / pw_make_plan)");
+  return clip;
+}
+
+// FNV-1a 64 over the parameter names and the bit patterns of their values
+// (float -> double is exact, so equal digests mean bit-identical weights).
+std::string ParameterDigest(const std::vector<NamedValues>& params) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  for (const NamedValues& nv : params) {
+    mix(nv.name.data(), nv.name.size());
+    mix(nv.values.data(), nv.values.size() * sizeof(double));
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+int64_t FileBytes(const std::string& path) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
 }
 
 }  // namespace
@@ -36,7 +89,16 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     (void)agreed;  // our own error is the one to report
     return data.status().WithContext("rank " + std::to_string(comm.rank()));
   }
+  const std::string dtype = options.double_precision ? "float64" : "float32";
+  StatusOr<double> clip = ClipNorm(options, *plan);
+  if (!clip.ok()) return clip.status();
+  if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
+    return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
   EngineOptions eo;
+  eo.clip_grad_norm = *clip;
+  eo.device = options.device;
+  eo.local_rank = options.local_rank;
+  eo.device_messages = options.device_messages;
   eo.double_precision = options.double_precision;
   eo.init_seed = options.seed;
   eo.lr = options.lr;
@@ -44,23 +106,57 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   eo.beta2 = options.beta2;
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
   const bool printer = comm.rank() == 0;
+  const std::string plan_hash = PlanHash(*plan);
+  RunSummary summary;
+  if (!options.resume.empty()) {
+    Status st;
+    StatusOr<std::string> dir = ResolveResumeDir(options.resume);
+    StatusOr<CheckpointManifest> manifest = dir.ok() ? ReadManifest(*dir) : StatusOr<CheckpointManifest>(dir.status());
+    if (!manifest.ok()) st = manifest.status();
+    if (st.ok()) st = CheckResumable(*manifest, *dir, plan_hash, plan->pp_size, options.seed, dtype);
+    if (st.ok() && manifest->steps_done >= options.steps)
+      st = Status::InvalidArgument("--resume " + *dir + ": the checkpoint is after step " +
+                                   std::to_string(manifest->steps_done) + ", --steps is " +
+                                   std::to_string(options.steps) + ": nothing left to run");
+    if (st.ok()) st = engine->LoadCheckpoint(*dir + "/" + manifest->files[comm.rank()]);
+    PW_RETURN_IF_ERROR(AgreeOnStatus(st, comm));
+    summary.first_step = manifest->steps_done;
+    if (printer) std::fprintf(out, "resumed from %s after step %d\n", dir->c_str(), summary.first_step);
+  }
   if (printer)
     std::fprintf(out,
                  "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes of text, %d steps\n",
                  plan->schedule.c_str(), plan->pp_size, plan->num_stages, plan->num_microbatches, shape->batch_rows,
                  shape->seq_length, static_cast<long long>(data->num_bytes()), options.steps);
-  RunSummary summary;
-  double sum_step = 0, sum_tps = 0, sum_bubble = 0;
+  double sum_step = 0, sum_tps = 0, sum_bubble = 0, sum_ckpt = 0;
   int counted = 0;
-  for (int step = 0; step < options.steps; ++step) {
+  const int trace_step = options.trace_step < 0 ? options.steps - 1 : options.trace_step;
+  std::vector<ActionSpan> traced;
+  StepHooks hooks;
+  hooks.board = options.board;
+  hooks.record_spans = !options.trace_path.empty();
+  const int fault_index = static_cast<int>(plan->ranks[comm.rank()].size() / 2);
+  int current_step = 0;
+  if (options.fault_rank == comm.rank())
+    hooks.before_action = [&](int index) {
+      if (current_step != options.fault_step || index != fault_index) return;
+      std::fprintf(stderr, "rank %d (pid %d): fault injection: %s at step %d, action %d\n", comm.rank(),
+                   static_cast<int>(::getpid()),
+                   options.fault_kind == "hang" ? "SIGSTOP" : "SIGKILL", current_step, index);
+      std::fflush(stderr);
+      ::raise(options.fault_kind == "hang" ? SIGSTOP : SIGKILL);
+    };
+  for (int step = summary.first_step; step < options.steps; ++step) {
+    current_step = step;
     engine->SetLearningRate(LearningRate(options, step));
     TokenBatch batch = data->Batch(step, shape->batch_rows);
-    StatusOr<StepReport> r = engine->Step(batch);
+    StatusOr<StepReport> r = engine->Step(batch, /*apply_optimizer=*/true, &hooks);
     if (!r.ok()) return r.status();
+    if (step == trace_step) traced = r->spans;
     const double tps = static_cast<double>(r->tokens) / r->step_s;
-    if (step == 0) summary.first_loss = r->loss;
+    if (step == summary.first_step) summary.first_loss = r->loss;
     summary.last_loss = r->loss;
-    if (step > 0 || options.steps == 1) {
+    if (step > summary.first_step || options.steps - summary.first_step == 1) {
       sum_step += r->step_s;
       sum_tps += tps;
       sum_bubble += r->bubble_ratio;
@@ -71,6 +167,52 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
                    options.steps, r->loss, tps, r->step_s, r->bubble_ratio);
       std::fflush(out);
     }
+    const int done = step + 1;
+    if (options.checkpoint_every > 0 && done % options.checkpoint_every == 0) {
+      const auto c0 = std::chrono::steady_clock::now();
+      const std::string dir = CheckpointStepDir(options.checkpoint_dir, done);
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      Status st = ec ? Status::InvalidArgument("--checkpoint-dir: cannot create " + dir + ": " + ec.message())
+                     : engine->SaveCheckpoint(CheckpointRankFile(dir, comm.rank()));
+      PW_RETURN_IF_ERROR(AgreeOnStatus(st, comm));
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+      PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(comm, {secs, static_cast<double>(FileBytes(
+                                                                      CheckpointRankFile(dir, comm.rank())))}));
+      double max_s = 0, bytes = 0;
+      for (const auto& v : all) {
+        max_s = std::max(max_s, v[0]);
+        bytes += v[1];
+      }
+      if (printer) {
+        // Rank 0 writes the manifest last: a step directory with a manifest
+        // has every rank's file in place.
+        CheckpointManifest m;
+        m.plan_hash = plan_hash;
+        m.schedule = plan->schedule;
+        m.pp_size = plan->pp_size;
+        m.steps_done = done;
+        m.seed = options.seed;
+        m.dtype = dtype;
+        m.data_position = static_cast<int64_t>(done) * shape->batch_rows;
+        for (int rr = 0; rr < plan->pp_size; ++rr) m.files.push_back("rank_" + std::to_string(rr) + ".pt");
+        PW_RETURN_IF_ERROR(WriteManifest(dir, m));
+        std::fprintf(out, "checkpoint %s | %d files, %.0f bytes | %.3f s\n", dir.c_str(), plan->pp_size, bytes,
+                     max_s);
+        std::fflush(out);
+      }
+      ++summary.checkpoints_written;
+      sum_ckpt += max_s;
+      summary.checkpoint_bytes = static_cast<int64_t>(bytes);
+    }
+  }
+  if (summary.checkpoints_written > 0) summary.mean_checkpoint_s = sum_ckpt / summary.checkpoints_written;
+  if (!options.trace_path.empty()) {
+    if (trace_step < summary.first_step || trace_step >= options.steps)
+      traced.clear();  // WriteMeasuredTrace reports it
+    PW_RETURN_IF_ERROR(WriteMeasuredTrace(*plan, traced, comm, options.trace_path,
+                                          "measured step " + std::to_string(trace_step) + " of " + options.plan_path));
+    if (printer) std::fprintf(out, "trace of step %d -> %s\n", trace_step, options.trace_path.c_str());
   }
   summary.mean_step_s = sum_step / counted;
   summary.mean_tokens_per_s = sum_tps / counted;
@@ -102,6 +244,14 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     std::fprintf(out, "--- sample (%d bytes, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
                  options.temperature, summary.sample.c_str());
     if (options.save_dir.empty()) std::filesystem::remove_all(dir);
+  }
+  // Bit-exact fingerprint of the trained weights, every rank (resume and
+  // launcher tests compare it).
+  PW_ASSIGN_OR_RETURN(auto digests, comm.AllGather(ParameterDigest(engine->Parameters())));
+  if (printer) {
+    std::fprintf(out, "parameters fnv1a64:");
+    for (size_t r = 0; r < digests.size(); ++r) std::fprintf(out, " rank%zu=%s", r, digests[r].c_str());
+    std::fprintf(out, "\n");
   }
   if (printer)
     std::fprintf(out, "done: loss %.4f -> %.4f | mean step %.3f s | %.0f tok/s | bubble %.3f\n", summary.first_loss,

@@ -13,6 +13,8 @@
 
 namespace pw::exec {
 
+class WaitBoard;
+
 struct RunOptions {
   std::string plan_path;        // --plan: plan JSON (PLAN_FORMAT.md) with extra model/training fields
   std::string data_path;        // --data: any text file; bytes are tokens
@@ -28,6 +30,23 @@ struct RunOptions {
   int sample_tokens = 0;        // --sample N: after training, rank 0 prints N sampled bytes
   std::string sample_prompt = "\n";  // --prompt
   double temperature = 0.8;     // --temperature
+  // Long runs.
+  std::string checkpoint_dir;   // --checkpoint-dir: ROOT of step_<n>/ checkpoints (checkpoint.h)
+  int checkpoint_every = 0;     // --checkpoint-every N: save after every N-th step (0 = never)
+  std::string resume;           // --resume: a step_<n> directory or a ROOT (latest complete one)
+  double clip_grad_norm = -1;   // --clip-grad-norm: <0 = the plan's training.clip_grad_norm, 0 = off
+  std::string trace_path;       // --trace FILE: measured trace of one step (trace_format.h)
+  int trace_step = -1;          // --trace-step: which step (0-based) to write; -1 = the last
+  std::string device = "cpu";   // --device cpu|cuda
+  bool device_messages = false; // --comm nccl: messages stay on the GPU (set by the CLI)
+  int local_rank = 0;           // from the launcher (launch_env.h), picks the CUDA device
+  WaitBoard* board = nullptr;   // what this rank waits on (watchdog.h); may be null
+  // Test-only fault injection (--fault-rank/--fault-step/--fault-kind): rank
+  // fault_rank, in step fault_step, half-way through its action list, kills
+  // itself (SIGKILL, "kill") or stops (SIGSTOP, "hang"). -1 = off.
+  int fault_rank = -1;
+  int fault_step = 0;
+  std::string fault_kind = "kill";
 };
 
 // Summary of a run, as rank 0 saw it.
@@ -37,6 +56,10 @@ struct RunSummary {
   double mean_tokens_per_s = 0.0;
   double mean_bubble_ratio = 0.0;
   std::string sample;             // rank 0 only, if asked
+  int first_step = 0;             // 0, or the resumed checkpoint's steps_done
+  int checkpoints_written = 0;
+  double mean_checkpoint_s = 0.0;  // max over ranks of one checkpoint's write time, averaged
+  int64_t checkpoint_bytes = 0;    // bytes of the last checkpoint (all rank files)
 };
 
 // Runs on every rank with `comm` (world = plan's pp_size). Reads the plan and
@@ -44,7 +67,9 @@ struct RunSummary {
 // prints one line per step on rank 0 to `out`:
 //   step 3/50 | loss 4.1234 | 5120 tok/s | step 0.400 s | bubble 0.213
 // Errors: any rank's failure (file, plan, pre-flight, compute, comm) naming
-// the rank; the plan and pre-flight errors are the same on every rank.
+// the rank; the plan and pre-flight errors are the same on every rank, and so
+// are the refusals of --resume (another plan, seed, dtype; InvalidArgument)
+// and of --clip-grad-norm on a plan without a global barrier.
 StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, std::FILE* out);
 
 }  // namespace pw::exec

@@ -20,6 +20,7 @@ namespace {
 
 struct PlanCommandOptions {
   std::string model_config;
+  std::string profile;
   std::string device;
   std::string output = "plan.json";
   int pp = 0;
@@ -35,6 +36,7 @@ struct PlanCommandOptions {
   int first_stage_num_layers = 0;
   int last_stage_num_layers = 0;
   std::string objective = "makespan";
+  double clip_grad_norm = 0.0;
   std::string dtype = "bf16";
   bool no_min_pp = false;
 };
@@ -49,11 +51,32 @@ std::vector<std::string> SplitComma(const std::string& s) {
 
 Status RunPlan(const PlanCommandOptions& c) {
   PlannerModel model;
-  // --model-config: a HF config.json (path or shipped name) or a layer-cost /
-  // profile JSON (recognised by its "format").
-  PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
-  PW_ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonFile(path));
-  if (IsLayerCostDocument(doc)) {
+  std::string path = c.profile;
+  // --profile: measured costs (`pipewright profile`) instead of the analytic
+  // model; --model-config then only picks the number of blocks (same width).
+  if (!c.profile.empty()) {
+    auto pdoc = ReadJsonFile(c.profile);
+    if (!pdoc.ok()) return pdoc.status().WithContext("--profile");
+    auto parsed = ParseProfile(*pdoc, "--profile " + c.profile);
+    if (!parsed.ok()) return parsed.status();
+    model.profile = std::move(*parsed);
+  }
+  if (c.model_config.empty() && !model.profile)
+    return Status::InvalidArgument("give --model-config (or --profile FILE written by `pipewright profile`)");
+  nlohmann::json doc;
+  if (!c.model_config.empty()) {
+    PW_ASSIGN_OR_RETURN(path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
+    PW_ASSIGN_OR_RETURN(doc, ReadJsonFile(path));
+  }
+  if (model.profile && IsLayerCostDocument(doc))
+    return Status::InvalidArgument("--model-config " + c.model_config +
+                                   " is a layer-cost file; with --profile give a HF config (or none)");
+  if (model.profile) {
+    if (!doc.is_null()) {
+      PW_ASSIGN_OR_RETURN(ModelConfig m, LoadModelConfig(path));
+      model.config = std::move(m);
+    }
+  } else if (IsLayerCostDocument(doc)) {
     PW_ASSIGN_OR_RETURN(LayerCostTable t, ParseLayerCosts(doc, path));
     model.table = std::move(t);
   } else {
@@ -63,7 +86,7 @@ Status RunPlan(const PlanCommandOptions& c) {
   if (!c.device.empty()) {
     PW_ASSIGN_OR_RETURN(DeviceSpec d, LoadDeviceSpec(c.device));
     model.device = std::move(d);
-  } else if (model.config) {
+  } else if (model.config && !model.profile) {
     return Status::InvalidArgument("--device is required with a HF --model-config (e.g. --device H100-80GB)");
   }
   PlannerOptions o;
@@ -86,6 +109,7 @@ Status RunPlan(const PlanCommandOptions& c) {
   if (c.first_stage_num_layers) o.first_stage_num_layers = c.first_stage_num_layers;
   if (c.last_stage_num_layers) o.last_stage_num_layers = c.last_stage_num_layers;
   PW_ASSIGN_OR_RETURN(o.objective, ParseObjective(c.objective));
+  o.clip_grad_norm = c.clip_grad_norm;
   PW_ASSIGN_OR_RETURN(o.precision, ParsePrecision(c.dtype));
   o.find_min_pp = !c.no_min_pp;
 
@@ -95,7 +119,9 @@ Status RunPlan(const PlanCommandOptions& c) {
   if (!result.ok()) return result.status();
   std::printf("model: %s (%s); device: %s; P=%d\n",
               model.config ? model.config->name.c_str() : path.c_str(),
-              model.config ? (std::to_string(TotalParameters(*model.config)) + " parameters").c_str() : "layer costs",
+              model.profile ? ("measured profile " + c.profile).c_str()
+              : model.config ? (std::to_string(TotalParameters(*model.config)) + " parameters").c_str()
+                             : "layer costs",
               model.device ? model.device->name.c_str() : "-", o.pp_size);
   std::fputs(FormatCandidateTable(*result).c_str(), stdout);
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*result, model, o));
@@ -115,8 +141,9 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<PlanCommandOptions>();
   CLI::App* cmd = app.add_subcommand("plan", "search schedules x v x microbatches x recompute; write the best plan");
   cmd->add_option("--model-config", opts->model_config,
-                  "HF config.json, a shipped model name (e.g. llama-2-7b), or a layer-cost/profile JSON")
-      ->required();
+                  "HF config.json, a shipped model name (e.g. llama-2-7b), or a layer-cost/profile JSON");
+  cmd->add_option("--profile", opts->profile,
+                  "measured profile (`pipewright profile`): its fitted costs replace the analytic model");
   cmd->add_option("--device", opts->device, "shipped device (A100-40GB, A100-80GB, H100-80GB, H200-141GB) or a JSON");
   cmd->add_option("--pipeline-model-parallel-size,--pp", opts->pp, "pipeline ranks P")->required();
   cmd->add_option("--num-microbatches", opts->num_microbatches, "microbatches m per step");
@@ -133,6 +160,9 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--objective", opts->objective,
                   "makespan (global optimizer barrier: makespan_s) | steady (no barrier: steady_step_s)")
       ->capture_default_str();
+  cmd->add_option("--clip-grad-norm", opts->clip_grad_norm,
+                  "the run clips gradients by their global norm: a global barrier per step, so the plan minimises "
+                  "makespan_s and records training.global_barrier (0 = no clipping)");
   cmd->add_option("--dtype", opts->dtype, "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param)")
       ->capture_default_str();
   cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");

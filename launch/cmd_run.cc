@@ -1,10 +1,17 @@
 // `pipewright run`: replay a plan with LibTorch + MPI, one process per rank:
 //   mpirun -np 4 pipewright run --plan plan.json --data corpus.txt --steps 50
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
+#include "executor/launch_env.h"
 #include "executor/mpi_communicator.h"
+#ifdef PW_HAVE_NCCL
+#include "executor/nccl_communicator.h"
+#endif
+#include "executor/tcp_communicator.h"
 #include "executor/train.h"
+#include "executor/watchdog.h"
 #include "launch/commands.h"
 
 namespace pw::cli {
@@ -19,14 +26,72 @@ bool EveryRankStopsTogether(const Status& st) {
          st.code() == StatusCode::kInfeasible;
 }
 
-void RunRun(const exec::RunOptions& options, CommandContext& ctx) {
+void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm_kind, CommandContext& ctx) {
+  if (comm_kind == "nccl" && options.device != "cuda")
+    return Fail(ctx, "run", Status::InvalidArgument("--comm nccl needs --device cuda (NCCL moves GPU buffers)"));
+#ifndef PW_HAVE_NCCL
+  if (comm_kind == "nccl")
+    return Fail(ctx, "run", Status::InvalidArgument("--comm nccl: this pipewright was built without NCCL "
+                                                    "(CUDA toolkit or NCCL not found at configure time)"));
+#endif
+  StatusOr<exec::LaunchEnv> launch = exec::ReadLaunchEnv();
+  if (!launch.ok()) return Fail(ctx, "run", launch.status());
+  options.local_rank = launch->local_rank;
+  static exec::WaitBoard board;  // read by the SIGTERM handler: lives for the process
+  options.board = &board;
+  if (launch->launcher == "torchrun") {
+    // torchrun starts processes without MPI: a full mesh of TCP sockets,
+    // rendezvous on MASTER_ADDR:MASTER_PORT (what torchrun sets).
+    exec::TcpOptions tcp;
+    if (const char* addr = std::getenv("MASTER_ADDR")) tcp.master_addr = addr;
+    if (const char* port = std::getenv("MASTER_PORT")) tcp.master_port = std::atoi(port);
+    tcp.watchdog_s = watchdog_s;
+    exec::InstallTerminationReport(&board, launch->rank);
+    StatusOr<std::unique_ptr<exec::TcpCommunicator>> comm =
+        exec::TcpCommunicator::Create(launch->rank, launch->world_size, tcp);
+    if (!comm.ok()) return Fail(ctx, "run", comm.status());
+    Status result = exec::RunTraining(options, **comm, stdout).status();
+    if (!result.ok()) Fail(ctx, "run", result);
+    std::fflush(stdout);
+    return;  // a failed rank's peers see its sockets close and fail too
+  }
   StatusOr<std::unique_ptr<exec::MpiEnvironment>> env = exec::MpiEnvironment::Init(nullptr, nullptr);
   if (!env.ok()) return Fail(ctx, "run", env.status());
+  if ((*env)->world_size() != launch->world_size)
+    return Fail(ctx, "run",
+                Status::InvalidArgument(
+                    "the launcher (" + launch->launcher + ") started " + std::to_string(launch->world_size) +
+                    " ranks but MPI sees " + std::to_string((*env)->world_size()) +
+                    "; start the ranks with the launcher MPI was built for (launch/mpirun.sh, launch/srun.sh)"));
+  exec::InstallTerminationReport(&board, (*env)->world_rank());
   Status result;
   {
     StatusOr<std::unique_ptr<exec::MpiCommunicator>> comm = exec::MpiCommunicator::Create();
     if (!comm.ok()) return Fail(ctx, "run", comm.status());
+    (*comm)->SetWatchdog(watchdog_s);
+#ifdef PW_HAVE_NCCL
+    if (comm_kind == "nccl") {
+      // Bootstrapped through MPI (rank 0's ncclUniqueId, all-gathered); one
+      // GPU per rank (NCCL refuses two ranks on one GPU). Compute runs on
+      // LibTorch's default stream (nullptr = the legacy default stream).
+      options.device_messages = true;
+      StatusOr<std::unique_ptr<exec::NcclCommunicator>> nccl =
+          exec::CudaDeviceAvailable()
+              ? exec::NcclCommunicator::Create(**comm, launch->local_rank, nullptr)
+              : StatusOr<std::unique_ptr<exec::NcclCommunicator>>(
+                    Status::InvalidArgument("--comm nccl: no CUDA device visible"));
+      if (!nccl.ok()) {
+        result = nccl.status();
+      } else {
+        result = exec::RunTraining(options, **nccl, stdout).status();
+        if (result.ok()) result = (*nccl)->Synchronize();
+      }
+    } else {
+      result = exec::RunTraining(options, **comm, stdout).status();
+    }
+#else
     result = exec::RunTraining(options, **comm, stdout).status();
+#endif
   }
   if (result.ok()) return;
   Fail(ctx, "run", result);
@@ -41,6 +106,8 @@ void RunRun(const exec::RunOptions& options, CommandContext& ctx) {
 void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   auto options = std::make_shared<exec::RunOptions>();
   auto dtype = std::make_shared<std::string>("float32");
+  auto watchdog_s = std::make_shared<double>(300.0);
+  auto comm_kind = std::make_shared<std::string>("mpi");
   CLI::App* cmd = app.add_subcommand("run", "train by replaying a plan (launch with mpirun -np <pp_size>)");
   cmd->add_option("--plan", options->plan_path, "plan file (PLAN_FORMAT.md) with model and training fields")
       ->required();
@@ -58,9 +125,31 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled bytes");
   cmd->add_option("--prompt", options->sample_prompt, "prompt of --sample");
   cmd->add_option("--temperature", options->temperature, "sampling temperature")->capture_default_str();
-  cmd->callback([options, dtype, &ctx] {
+  cmd->add_option("--checkpoint-dir", options->checkpoint_dir, "root of step_<n>/ checkpoints (rank files + manifest)");
+  cmd->add_option("--checkpoint-every", options->checkpoint_every, "save a checkpoint after every N-th step");
+  cmd->add_option("--resume", options->resume, "continue from a step_<n> checkpoint directory, or the latest in a root");
+  cmd->add_option("--clip-grad-norm", options->clip_grad_norm,
+                  "clip gradients by their global L2 norm (default: the plan's training.clip_grad_norm; 0 = off)");
+  cmd->add_option("--trace", options->trace_path, "write a measured Perfetto/Chrome trace of one step (all ranks)");
+  cmd->add_option("--trace-step", options->trace_step, "0-based step to trace (default: the last)");
+  cmd->add_option("--device", options->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--comm", *comm_kind,
+                  "mpi (host messages; MPI-staged with --device cuda) or nccl (GPU messages, one GPU per rank)")
+      ->check(CLI::IsMember({"mpi", "nccl"}))
+      ->capture_default_str();
+  cmd->add_option("--watchdog-s", *watchdog_s,
+                  "a rank blocked this long on a peer (message, barrier) exits non-zero naming what it waited on; 0 = never")
+      ->capture_default_str();
+  cmd->add_option("--fault-rank", options->fault_rank, "TEST ONLY: this rank kills/stops itself mid-step")
+      ->group("");
+  cmd->add_option("--fault-step", options->fault_step, "TEST ONLY: step of --fault-rank")->group("");
+  cmd->add_option("--fault-kind", options->fault_kind, "TEST ONLY: kill (SIGKILL) or hang (SIGSTOP)")
+      ->check(CLI::IsMember({"kill", "hang"}))
+      ->group("");
+  cmd->callback([options, dtype, watchdog_s, comm_kind, &ctx] {
     options->double_precision = *dtype == "float64";
-    RunRun(*options, ctx);
+    RunRun(*options, *watchdog_s, *comm_kind, ctx);
   });
 }
 

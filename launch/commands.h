@@ -24,5 +24,6 @@ void RegisterShowCommand(CLI::App& app, CommandContext& ctx);      // cmd_show.c
 void RegisterReportCommand(CLI::App& app, CommandContext& ctx);    // cmd_report.cc
 void RegisterRunCommand(CLI::App& app, CommandContext& ctx);       // cmd_run.cc (executor builds only)
 void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx);  // cmd_generate.cc (executor builds only)
+void RegisterProfileCommand(CLI::App& app, CommandContext& ctx);   // cmd_profile.cc (executor builds only)
 
 }  // namespace pw::cli

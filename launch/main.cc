@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
 #ifdef PW_WITH_EXECUTOR
   pw::cli::RegisterRunCommand(app, ctx);
   pw::cli::RegisterGenerateCommand(app, ctx);
+  pw::cli::RegisterProfileCommand(app, ctx);
 #endif
   pw::cli::RegisterShowCommand(app, ctx);
   pw::cli::RegisterReportCommand(app, ctx);

@@ -33,8 +33,13 @@ StageSum SumStage(const LayerCostTable& table, int begin, int end) {
   StageSum s;
   s.cost.f = s.cost.i = s.cost.w = 0.0;
   s.memory.activation = s.memory.wstash = 0;
+  // A measured full backward (B) is used only when every layer has one.
+  bool all_b = true;
+  double sum_b = 0.0;
   for (int l = begin; l < end; ++l) {
     const LayerCost& c = table.layers[l];
+    all_b = all_b && c.b >= 0;
+    sum_b += c.b;
     s.cost.f += c.f;
     s.cost.i += c.i;
     s.cost.w += c.w;
@@ -43,6 +48,7 @@ StageSum SumStage(const LayerCostTable& table, int begin, int end) {
     s.memory.wstash += c.wstash_bytes;
     s.transient_bytes = std::max(s.transient_bytes, c.transient_bytes);
   }
+  s.cost.b = all_b ? sum_b : -1.0;
   s.memory.send_forward = table.layers[end - 1].output_bytes;
   s.memory.send_backward = begin > 0 ? table.layers[begin - 1].output_bytes : 0;
   return s;

@@ -27,7 +27,8 @@ LayerCostTable BuildLayerCosts(const ModelConfig& model, const DeviceSpec& devic
 // boundaries.back() == number of layers, strictly increasing.
 using Boundaries = std::vector<int>;
 
-// Sums of one stage's layers [begin, end): F/I/W seconds and memory
+// Sums of one stage's layers [begin, end): F/I/W seconds (and B when every
+// layer has a measured B, else B = I + W) and memory
 // (static, activation, wstash add up; send_forward = output bytes of the last
 // layer; send_backward = output bytes of the layer before `begin`, the
 // stage's input; transient = the largest of its layers).

@@ -85,6 +85,16 @@ StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
 }
 
 StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOptions& o, int64_t b, Recompute r) {
+  if (model.profile) {
+    if (r != Recompute::kNone)
+      return Status::InvalidArgument("the profile was measured without recompute; --recompute-granularity " +
+                                     std::string(RecomputeName(r)) + " needs other costs");
+    const int64_t s = o.seq_length > 0 ? o.seq_length : model.profile->seq_length;
+    PW_ASSIGN_OR_RETURN(LayerCostTable t,
+                        ProfileLayerCosts(*model.profile, model.config ? model.config->raw : model.profile->model, b, s));
+    if (!t.comm && model.device) t.comm = model.device->Comm();
+    return t;
+  }
   if (model.table) {
     const LayerCostTable& t = *model.table;
     if (t.recompute != RecomputeName(r))
@@ -342,6 +352,7 @@ StatusOr<std::vector<ScheduleInfo>> Families(const PlannerOptions& o) {
 
 std::vector<Recompute> RecomputeOptions(const PlannerModel& model, const PlannerOptions& o) {
   if (o.recompute) return {*o.recompute};
+  if (model.profile) return {Recompute::kNone};  // measured without recompute
   if (model.table) {
     auto r = ParseRecompute(model.table->recompute);
     return {r.ok() ? *r : Recompute::kNone};
@@ -452,7 +463,7 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
   std::optional<int64_t> limit = options.memory_limit_bytes;
   if (!limit && model.device) limit = model.device->memory_bytes;
   if (limit) {
-    Recompute rc = Recompute::kFull;
+    Recompute rc = model.profile ? Recompute::kNone : Recompute::kFull;
     if (model.table) {
       auto parsed = ParseRecompute(model.table->recompute);
       rc = parsed.ok() ? *parsed : Recompute::kNone;
@@ -473,7 +484,7 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
     PlannerOptions o = options;
     o.pp_size = P;
     o.recompute = Recompute::kFull;
-    if (model.table) o.recompute.reset();  // a cost file fixes its own recompute
+    if (model.table || model.profile) o.recompute.reset();  // a cost file / profile fixes its own recompute
     o.find_min_pp = false;
     if (o.first_stage_num_layers || o.last_stage_num_layers) {
       o.first_stage_num_layers.reset();
@@ -506,6 +517,10 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
 }
 
 StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptions& options) {
+  if (options.clip_grad_norm > 0 && options.objective == Objective::kSteady)
+    return Status::InvalidArgument(
+        "--clip-grad-norm with --objective steady: clipping by the global norm puts a barrier at the end of every "
+        "step, so the step time is makespan_s, not steady_step_s (PLAN_FORMAT rule 9); use --objective makespan");
   PW_ASSIGN_OR_RETURN(SearchResult r, EvaluateCandidates(model, options));
   if (options.find_min_pp) {
     int max_pp = 0;
@@ -554,7 +569,8 @@ StatusOr<Plan> BuildPlan(const SearchResult& r, const PlannerModel& model, const
   else if (!a.table.model.is_null())
     plan.extra["model"] = a.table.model;
   plan.extra["layers"] = layers;
-  int64_t seq = o.seq_length > 0 ? o.seq_length : (model.config ? model.config->max_positions : a.table.seq_length);
+  int64_t seq = o.seq_length > 0 ? o.seq_length
+                                  : (model.config && !model.profile ? model.config->max_positions : a.table.seq_length);
   plan.extra["training"] = {{"micro_batch_size", c.batch.micro_batch_size},
                             {"seq_length", seq},
                             {"global_batch_size", c.batch.global_batch_size},
@@ -562,6 +578,8 @@ StatusOr<Plan> BuildPlan(const SearchResult& r, const PlannerModel& model, const
                             {"recompute", c.recompute},
                             {"dtype", PrecisionName(o.precision)},
                             {"optimizer", "adamw"},
+                            {"global_barrier", o.clip_grad_norm > 0},
+                            {"clip_grad_norm", o.clip_grad_norm},
                             {"loss_weighting", "per-sequence: each microbatch's loss is weighted by its size / global_batch_size"}};
   nlohmann::json planner = CandidatesToJson(r);
   if (model.device) planner["device"] = DeviceSpecToJson(*model.device);

@@ -20,6 +20,7 @@
 #include "models/spec/layer_costs.h"
 #include "models/spec/model_config.h"
 #include "planner/cost_model.h"
+#include "planner/profile_fit.h"
 #include "schedules/plan.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
@@ -53,6 +54,11 @@ struct PlannerOptions {
   std::optional<int> first_stage_num_layers;   // --first-stage-num-layers
   std::optional<int> last_stage_num_layers;    // --last-stage-num-layers
   Objective objective = Objective::kMakespan;  // --objective
+  // --clip-grad-norm: > 0 = the run clips by the global gradient norm, a
+  // global barrier at the end of each step; the plan records it
+  // (training.global_barrier, training.clip_grad_norm) and the search must
+  // minimise makespan_s (SearchPlans refuses kSteady). 0 = no clipping.
+  double clip_grad_norm = 0.0;
   Precision precision = Precision::kMixedBf16; // --dtype
   // When no candidate fits: search for the smallest P that fits (with full
   // recompute) and name it in the error. When one fits: also report the
@@ -61,11 +67,15 @@ struct PlannerOptions {
 };
 
 // What is being planned: a HF config (costs derived with `device`), or a
-// fixed layer-cost table (device optional: its comm/memory are used if given).
+// fixed layer-cost table (device optional: its comm/memory are used if given),
+// or a measured profile (`pipewright profile`; costs from its fits for any
+// micro-batch size and sequence length, for `config` if given -- same width,
+// any number of blocks -- else for the profiled model).
 struct PlannerModel {
   std::optional<ModelConfig> config;
   std::optional<LayerCostTable> table;
   std::optional<DeviceSpec> device;
+  std::optional<Profile> profile;
 };
 
 // One way to cut the global batch into microbatches.
@@ -153,7 +163,9 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
 StatusOr<Plan> BuildPlan(const SearchResult& result, const PlannerModel& model, const PlannerOptions& options);
 
 // Layer costs of `model` for micro-batch size b and recompute `r`
-// (InvalidArgument when a fixed cost table was made for another b or r).
+// (InvalidArgument when a fixed cost table was made for another b or r, or a
+// profile is asked for recompute other than none). With a profile the
+// sequence length is --seq-length, else the profile's.
 StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOptions& options, int64_t b, Recompute r);
 
 }  // namespace pw

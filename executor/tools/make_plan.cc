@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--layers-per-stage", spec.layers_per_stage, "layers of each stage, e.g. 3,2,2,3")->delimiter(',');
   app.add_option("--dtype", dtype, "float32 or float64 (message and stash sizes)");
+  app.add_option("--clip-grad-norm", spec.clip_grad_norm,
+                 "record global-norm clipping (training.global_barrier = true); 0 = none");
   app.add_option("--out", out_path, "plan file to write")->required();
   try {
     app.parse(argc, argv);

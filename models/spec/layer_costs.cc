@@ -59,6 +59,7 @@ StatusOr<LayerCostTable> ParseLayerCosts(const json& j, const std::string& sourc
     PW_RETURN_IF_ERROR(Seconds(l, path, "F", &c.f));
     PW_RETURN_IF_ERROR(Seconds(l, path, "I", &c.i));
     PW_RETURN_IF_ERROR(Seconds(l, path, "W", &c.w));
+    if (l.contains("B")) PW_RETURN_IF_ERROR(Seconds(l, path, "B", &c.b));
     PW_RETURN_IF_ERROR(Bytes(l, path, "activation_bytes", true, &c.activation_bytes));
     PW_RETURN_IF_ERROR(Bytes(l, path, "wstash_bytes", true, &c.wstash_bytes));
     PW_RETURN_IF_ERROR(Bytes(l, path, "static_bytes", true, &c.static_bytes));
@@ -102,11 +103,13 @@ json LayerCostsToJson(const LayerCostTable& t) {
   if (t.comm) j["comm"] = {{"latency_s", t.comm->latency_s}, {"bandwidth_bytes_per_s", t.comm->bandwidth_bytes_per_s}};
   if (!t.model.is_null()) j["model"] = t.model;
   json layers = json::array();
-  for (const LayerCost& c : t.layers)
+  for (const LayerCost& c : t.layers) {
     layers.push_back({{"name", c.name}, {"kind", c.kind}, {"F", c.f}, {"I", c.i}, {"W", c.w},
                       {"activation_bytes", c.activation_bytes}, {"wstash_bytes", c.wstash_bytes},
                       {"static_bytes", c.static_bytes}, {"output_bytes", c.output_bytes},
                       {"transient_bytes", c.transient_bytes}});
+    if (c.b >= 0) layers.back()["B"] = c.b;
+  }
   j["layers"] = layers;
   return j;
 }

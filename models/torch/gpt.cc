@@ -174,7 +174,8 @@ class BlockLayer : public GptLayerImpl {
     torch::Tensor k = parts[1].view({b, T, H, D}).transpose(1, 2);   // (b, H, T, D)
     torch::Tensor v = parts[2].view({b, T, H, D}).transpose(1, 2);   // (b, H, T, D)
     torch::Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (b, H, T, T)
-    torch::Tensor mask = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool)).tril();     // (T, T)
+    torch::Tensor mask =
+        torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril();  // (T, T)
     att = att.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
     att = torch::softmax(att, -1);                                   // (b, H, T, T)
     torch::Tensor y = att.matmul(v);                                 // (b, H, T, D)

@@ -1,0 +1,298 @@
+// LibTorch side of `pipewright profile` (executor/profile.h): per-layer F / I
+// / W / B timings and held bytes, and the peak-tracking CPU allocator.
+// Dimension letters: b = rows of a microbatch, T = sequence length,
+// C = n_embd, V = vocab_size.
+#include "executor/profile.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include "executor/torch_backend.h"
+#include "models/torch/gpt.h"
+#include "models/torch/gpt_config.h"
+
+namespace pw::exec {
+
+// ------------------------------------------------- peak-tracking allocator ---
+
+namespace {
+
+std::atomic<int64_t> g_live_bytes{0};
+std::atomic<int64_t> g_peak_bytes{0};
+
+// Live blocks by data pointer. The DataPtr handed out has context == data
+// (some LibTorch paths use raw_allocate, which asserts exactly that), so the
+// size and the inner DataPtr are found here when the block is freed.
+struct TrackedBlock {
+  c10::DataPtr inner;
+  size_t bytes;
+};
+std::mutex g_blocks_mu;
+std::unordered_map<void*, TrackedBlock>& Blocks() {
+  static auto* blocks = new std::unordered_map<void*, TrackedBlock>();  // lives for the process
+  return *blocks;
+}
+
+void DeleteTracked(void* data) {
+  TrackedBlock block;
+  {
+    std::lock_guard<std::mutex> lock(g_blocks_mu);
+    auto it = Blocks().find(data);
+    if (it == Blocks().end()) return;  // not ours (cannot happen: we only hand out tracked pointers)
+    block = std::move(it->second);
+    Blocks().erase(it);
+  }
+  g_live_bytes -= static_cast<int64_t>(block.bytes);
+  // block.inner frees the memory through the inner allocator's deleter here.
+}
+
+// Wraps the default CPU allocator; counts live bytes and their maximum.
+// Same LibTorch-version split as engine.cc's counting allocator
+// (Allocator::allocate became non-const in 2.3).
+class PeakTrackingAllocator final : public c10::Allocator {
+ public:
+  explicit PeakTrackingAllocator(c10::Allocator* inner) : inner_(inner) {}
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(size_t n) override { return Wrap(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+#else
+  c10::DataPtr allocate(size_t n) const override { return Wrap(n); }
+#endif
+  c10::DeleterFnPtr raw_deleter() const override { return &DeleteTracked; }
+
+ private:
+  c10::DataPtr Wrap(size_t n) const {
+    c10::DataPtr inner = inner_->allocate(n);
+    void* data = inner.get();
+    if (data == nullptr) return inner;  // zero-byte allocations are not tracked
+    c10::Device device = inner.device();
+    {
+      std::lock_guard<std::mutex> lock(g_blocks_mu);
+      Blocks()[data] = TrackedBlock{std::move(inner), n};
+    }
+    const int64_t live = g_live_bytes += static_cast<int64_t>(n);
+    int64_t peak = g_peak_bytes.load();
+    while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
+    }
+    return c10::DataPtr(data, data, &DeleteTracked, device);
+  }
+  c10::Allocator* inner_;
+};
+
+}  // namespace
+
+void InstallPeakTrackingCpuAllocator() {
+  static PeakTrackingAllocator* allocator = [] {
+    auto* a = new PeakTrackingAllocator(c10::GetDefaultCPUAllocator());  // lives for the process
+    c10::SetCPUAllocator(a, /*priority=*/100);
+    return a;
+  }();
+  (void)allocator;
+}
+
+int64_t TrackedCpuBytes() { return g_live_bytes.load(); }
+int64_t TrackedCpuPeakBytes() { return g_peak_bytes.load(); }
+void ResetTrackedCpuPeak() { g_peak_bytes = g_live_bytes.load(); }
+
+// ---------------------------------------------------------- layer timing ---
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double Median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+int64_t Median(std::vector<int64_t> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+const char* KindOf(const models::GptConfig& c, int layer) {
+  return layer == 0 ? "embedding" : layer == c.NumLayers() - 1 ? "head" : "block";
+}
+
+// The pieces of one microbatch through one layer, as the executor holds them.
+struct LayerRun {
+  models::GptConfig config;
+  int layer = 0;
+  std::shared_ptr<models::GptLayerImpl> module;
+  WeightGradStore store;
+  torch::Dtype dtype = torch::kFloat;
+  torch::TensorOptions opts;
+
+  // The layer's input: tokens (b, T) int64 for the embedding, else a leaf
+  // (b, T, C) that requires grad (a received activation).
+  torch::Tensor Input(int64_t b, int64_t T) const {
+    if (layer == 0) return torch::randint(config.vocab_size, {b, T}, torch::TensorOptions().dtype(torch::kLong));
+    return torch::randn({b, T, config.n_embd}, opts).requires_grad_(true);
+  }
+  // F: output (b, T, C), or the scalar loss for the head.
+  torch::Tensor Forward(const torch::Tensor& x, const torch::Tensor& targets) {
+    torch::Tensor out = module->forward(x);  // (b, T, C) or logits (b, T, V)
+    if (layer == config.NumLayers() - 1) out = models::LanguageModelLoss(out, targets);  // ()
+    return out;
+  }
+  // I (deferring) or B: backward from `out` with output gradient `dy`
+  // (undefined for the loss).
+  void Backward(const torch::Tensor& out, const torch::Tensor& dy, bool input_only, int mb) {
+    store.Begin(0, mb, input_only);
+    if (dy.defined())
+      torch::autograd::backward({out}, {dy});
+    else
+      torch::autograd::backward({out});
+    store.End();
+  }
+};
+
+Status MeasureShape(LayerRun& run, int64_t b, int64_t T, const LayerProfileOptions& o, ProfileSample* out) {
+  const bool head = run.layer == run.config.NumLayers() - 1;
+  std::vector<double> tf, ti, tw, tb;
+  std::vector<int64_t> act, stash;
+  int64_t output_bytes = 0;
+  const torch::Tensor targets =
+      torch::randint(run.config.vocab_size, {b, T}, torch::TensorOptions().dtype(torch::kLong));  // (b, T)
+  for (int k = 0; k < o.warmup + o.repetitions; ++k) {
+    const bool timed = k >= o.warmup;
+    // --- F, I, W (split backward), bytes held between them.
+    {
+      torch::Tensor x = run.Input(b, T);
+      const int64_t base = TrackedCpuBytes();
+      auto t0 = Clock::now();
+      torch::Tensor out = run.Forward(x, targets);
+      const double f = Since(t0);
+      const int64_t held_f = TrackedCpuBytes() - base;  // activations + output, kept until I
+      output_bytes = head ? 4 : static_cast<int64_t>(out.numel()) * out.element_size();
+      // The output gradient arrives from the next stage (a receive buffer).
+      torch::Tensor dy = head ? torch::Tensor() : torch::randn(out.sizes(), run.opts);  // (b, T, C)
+      t0 = Clock::now();
+      run.Backward(out, dy, /*input_only=*/true, k);
+      const double i = Since(t0);
+      out = torch::Tensor();
+      dy = torch::Tensor();
+      int64_t sent = 0;  // the input gradient leaves with SEND_B
+      if (run.layer > 0 && x.grad().defined()) sent = static_cast<int64_t>(x.grad().numel()) * x.grad().element_size();
+      const int64_t held_i = TrackedCpuBytes() - base - sent;
+      t0 = Clock::now();
+      PW_RETURN_IF_ERROR(run.store.Flush(0, k));
+      const double w = Since(t0);
+      if (timed) {
+        tf.push_back(f);
+        ti.push_back(i);
+        tw.push_back(w);
+        act.push_back(held_f);
+        stash.push_back(held_i);
+      }
+    }
+    // --- B (full backward, weight gradients computed inline).
+    {
+      torch::Tensor x = run.Input(b, T);
+      torch::Tensor out = run.Forward(x, targets);
+      torch::Tensor dy = head ? torch::Tensor() : torch::randn(out.sizes(), run.opts);
+      auto t0 = Clock::now();
+      run.Backward(out, dy, /*input_only=*/false, k);
+      if (timed) tb.push_back(Since(t0));
+    }
+  }
+  out->kind = KindOf(run.config, run.layer);
+  out->micro_batch_size = b;
+  out->seq_length = T;
+  out->f = Median(tf);
+  out->i = Median(ti);
+  out->w = Median(tw);
+  out->b = Median(tb);
+  out->activation_bytes = Median(act);
+  out->wstash_bytes = Median(stash);
+  out->output_bytes = output_bytes;
+  return Status::Ok();
+}
+
+// Params + grads + AdamW state of one layer: bytes held after one full
+// training step on it (grads and optimizer state exist), graph dropped.
+int64_t MeasureStaticBytes(const models::GptConfig& c, int layer, torch::Dtype dtype, uint64_t seed) {
+  const int64_t base = TrackedCpuBytes();
+  LayerRun run;
+  run.config = c;
+  run.layer = layer;
+  run.dtype = dtype;
+  run.opts = torch::TensorOptions().dtype(dtype);
+  run.module = models::MakeGptLayer(c, layer, seed, dtype);
+  run.module->SetSink(&run.store);
+  torch::optim::AdamW opt(run.module->parameters(), torch::optim::AdamWOptions(1e-3));
+  {
+    torch::Tensor x = run.Input(1, 8);
+    torch::Tensor t = torch::randint(c.vocab_size, {1, 8}, torch::TensorOptions().dtype(torch::kLong));
+    torch::Tensor out = run.Forward(x, t);
+    torch::Tensor dy = layer == c.NumLayers() - 1 ? torch::Tensor() : torch::randn(out.sizes(), run.opts);
+    run.Backward(out, dy, false, 0);
+    opt.step();
+  }
+  return TrackedCpuBytes() - base;
+}
+
+}  // namespace
+
+StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FILE* log) {
+  PW_ASSIGN_OR_RETURN(models::GptConfig config, models::ParseGptConfig(o.model, "--model-config"));
+  if (o.micro_batch_sizes.empty() || o.seq_lengths.empty())
+    return Status::InvalidArgument("--micro-batch-sizes and --seq-lengths must not be empty");
+  for (int b : o.micro_batch_sizes)
+    if (b < 1) return Status::InvalidArgument("--micro-batch-sizes: " + std::to_string(b) + " is not >= 1");
+  for (int s : o.seq_lengths)
+    if (s < 1 || s > config.n_positions)
+      return Status::InvalidArgument("--seq-lengths: " + std::to_string(s) + " is outside [1, n_positions=" +
+                                     std::to_string(config.n_positions) + "]");
+  if (o.warmup < 0) return Status::InvalidArgument("--warmup must be >= 0, got " + std::to_string(o.warmup));
+  if (o.repetitions < 1)
+    return Status::InvalidArgument("--repetitions must be >= 1, got " + std::to_string(o.repetitions));
+  InstallPeakTrackingCpuAllocator();
+  if (o.threads > 0) torch::set_num_threads(o.threads);
+  torch::manual_seed(o.seed);
+  const torch::Dtype dtype = o.double_precision ? torch::kDouble : torch::kFloat;
+  LayerMeasurements m;
+  m.element_bytes = o.double_precision ? 8 : 4;
+  // One representative layer per kind: embedding (0), block (1), head (N+1).
+  const int last = config.NumLayers() - 1;
+  for (int layer : {0, 1, last}) {
+    const char* kind = KindOf(config, layer);
+    try {
+      m.static_bytes[kind] = MeasureStaticBytes(config, layer, dtype, o.seed);
+      LayerRun run;
+      run.config = config;
+      run.layer = layer;
+      run.dtype = dtype;
+      run.opts = torch::TensorOptions().dtype(dtype);
+      run.module = models::MakeGptLayer(config, layer, o.seed, dtype);
+      run.module->SetSink(&run.store);
+      for (int s : o.seq_lengths)
+        for (int b : o.micro_batch_sizes) {
+          ProfileSample sample;
+          Status st = MeasureShape(run, b, s, o, &sample);
+          if (!st.ok()) return st.WithContext(std::string(kind) + " b=" + std::to_string(b) + " s=" + std::to_string(s));
+          if (log)
+            std::fprintf(log,
+                         "%-9s b=%-3d s=%-5d F %9.3f ms  I %9.3f ms  W %9.3f ms  B %9.3f ms  act %10lld B  "
+                         "wstash %10lld B\n",
+                         kind, b, s, 1e3 * sample.f, 1e3 * sample.i, 1e3 * sample.w, 1e3 * sample.b,
+                         static_cast<long long>(sample.activation_bytes),
+                         static_cast<long long>(sample.wstash_bytes));
+          m.samples.push_back(sample);
+        }
+    } catch (const c10::Error& e) {
+      return Status::ComputeError(std::string("profiling ") + kind + ": " + e.what_without_backtrace());
+    }
+  }
+  return m;
+}
+
+}  // namespace pw::exec

@@ -1,0 +1,72 @@
+// Measurement side of `pipewright profile` (the fits are planner/profile_fit.h):
+//  - MeasureLayers runs each layer kind of a GPT (embedding, block, head +
+//    loss) through F, I, W and B with LibTorch on this machine, for several
+//    micro-batch sizes and sequence lengths (warm-up, repetitions, median),
+//    and measures with a counting CPU allocator the bytes held from the end
+//    of F to the end of I and from the end of I to the end of W;
+//  - MeasureP2P times a ping-pong between rank 0 and rank 1 of a
+//    Communicator for several message sizes;
+//  - a peak-tracking CPU allocator, for measured peak memory in benches.
+// Torch-free header; the implementation (profile.cc) is a LibTorch unit,
+// except MeasureP2P (profile_comm.cc, torch-free).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "executor/communicator.h"
+#include "planner/profile_fit.h"
+#include "schedules/status.h"
+
+namespace pw::exec {
+
+struct LayerProfileOptions {
+  nlohmann::json model;                      // GPT config object (gpt_config.h keys)
+  std::vector<int> micro_batch_sizes{1, 2, 4};
+  std::vector<int> seq_lengths{32, 64};      // each <= n_positions
+  int warmup = 2;                            // untimed runs per shape and pass
+  int repetitions = 7;                       // timed runs; the median is kept
+  int threads = 1;                           // LibTorch intra-op threads (the executor uses 1 per rank)
+  bool double_precision = false;             // float64 instead of float32
+  uint64_t seed = 1234;
+};
+
+struct LayerMeasurements {
+  std::vector<ProfileSample> samples;          // one per (kind, b, s)
+  std::map<std::string, int64_t> static_bytes; // per kind: params + grads + AdamW state, measured
+  int64_t element_bytes = 4;
+};
+
+// Measures every kind at every (b, s) of `options`; prints one line per
+// sample to `log` (may be null). Times are medians of `repetitions` runs of
+// one microbatch through one layer; B is the full (unsplit) backward, I the
+// input-gradient backward with the weight GEMMs deferred exactly as the
+// executor does, W the deferred weight gradients. Bytes (counting allocator):
+// activation = held after F (incl. the output) until I; wstash = held after I
+// until W, excluding the input gradient that is sent away.
+// Errors: InvalidArgument naming the option (empty shape lists, a sequence
+// length above n_positions, warm-up < 0, repetitions < 1, bad model config);
+// ComputeError from LibTorch with the kind and shape.
+StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& options, std::FILE* log);
+
+// One-way point-to-point time between rank 0 and rank 1 for each size in
+// `bytes`: median over `repetitions` of a ping-pong round trip, halved, after
+// `warmup` untimed round trips. Collective: ranks >= 2 only take part in the
+// barriers. Returns the samples on every rank (rank 0's timings).
+// Errors: InvalidArgument if comm.size() < 2; comm errors naming the rank.
+StatusOr<std::vector<CommSample>> MeasureP2P(Communicator& comm, const std::vector<int64_t>& bytes, int warmup,
+                                            int repetitions);
+
+// Replaces LibTorch's CPU allocator with one that tracks live and peak bytes
+// (idempotent; call before the tensors to be counted are allocated).
+void InstallPeakTrackingCpuAllocator();
+int64_t TrackedCpuBytes();      // live bytes allocated through it
+int64_t TrackedCpuPeakBytes();  // max of live bytes since the last reset
+void ResetTrackedCpuPeak();     // peak := live
+
+}  // namespace pw::exec

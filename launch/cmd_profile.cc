@@ -1,0 +1,144 @@
+// `pipewright profile`: measure a GPT's layer kinds (embedding, block,
+// head+loss) through F / I / W / B with LibTorch on this machine, and the
+// point-to-point link between two ranks when launched under mpirun; fit
+// linear cost models (planner/profile_fit.h) and write a profile file that
+// `pipewright plan --profile FILE` uses instead of the analytic model.
+//   pipewright profile --model-config cfg.json -o profile.json
+//   mpirun -np 2 pipewright profile --model-config cfg.json -o profile.json
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "executor/launch_env.h"
+#include "executor/mpi_communicator.h"
+#include "executor/profile.h"
+#include "launch/commands.h"
+#include "models/spec/model_config.h"
+#include "planner/profile_fit.h"
+#include "schedules/plan.h"
+
+namespace pw::cli {
+
+namespace {
+
+struct ProfileCommandOptions {
+  std::string model_config;
+  std::string output = "profile.json";
+  std::vector<int> micro_batch_sizes{1, 2, 4};
+  std::vector<int> seq_lengths{32, 64};
+  int warmup = 2;
+  int repetitions = 7;
+  int threads = 1;
+  std::string dtype = "float32";
+  uint64_t seed = 1234;
+  int ref_micro_batch_size = 0;
+  int ref_seq_length = 0;
+  std::vector<int64_t> p2p_bytes{4096, 65536, 262144, 1048576, 4194304};
+  int p2p_warmup = 5;
+  int p2p_repetitions = 30;
+};
+
+Status RunProfile(const ProfileCommandOptions& c) {
+  PW_ASSIGN_OR_RETURN(exec::LaunchEnv env, exec::ReadLaunchEnv());
+  std::unique_ptr<exec::MpiEnvironment> mpi;
+  std::unique_ptr<exec::MpiCommunicator> comm;
+  if (env.world_size > 1) {
+    PW_ASSIGN_OR_RETURN(mpi, exec::MpiEnvironment::Init(nullptr, nullptr));
+    PW_ASSIGN_OR_RETURN(comm, exec::MpiCommunicator::Create());
+  }
+  const bool printer = !comm || comm->rank() == 0;
+  Profile profile;
+  if (comm) {
+    PW_ASSIGN_OR_RETURN(profile.comm_samples,
+                        exec::MeasureP2P(*comm, c.p2p_bytes, c.p2p_warmup, c.p2p_repetitions));
+    if (printer)
+      for (const CommSample& s : profile.comm_samples)
+        std::printf("p2p       %9lld B  one-way %9.3f us  (%.3f GB/s)\n", static_cast<long long>(s.bytes),
+                    1e6 * s.seconds, s.bytes / s.seconds / 1e9);
+  } else {
+    std::printf("p2p: not measured (a single process; launch with mpirun -np 2 to measure the link)\n");
+  }
+  Status result;
+  if (printer) {
+    PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
+    PW_ASSIGN_OR_RETURN(nlohmann::json model, ReadJsonFile(path));
+    exec::LayerProfileOptions lo;
+    lo.model = model;
+    lo.micro_batch_sizes = c.micro_batch_sizes;
+    lo.seq_lengths = c.seq_lengths;
+    lo.warmup = c.warmup;
+    lo.repetitions = c.repetitions;
+    lo.threads = c.threads;
+    lo.double_precision = c.dtype == "float64";
+    lo.seed = c.seed;
+    result = [&]() -> Status {
+      PW_ASSIGN_OR_RETURN(exec::LayerMeasurements m, exec::MeasureLayers(lo, stdout));
+      profile.model = model;
+      profile.samples = m.samples;
+      profile.element_bytes = m.element_bytes;
+      profile.micro_batch_size = c.ref_micro_batch_size > 0 ? c.ref_micro_batch_size : c.micro_batch_sizes.back();
+      profile.seq_length = c.ref_seq_length > 0 ? c.ref_seq_length : c.seq_lengths.back();
+      char host[256] = "";
+      gethostname(host, sizeof host - 1);
+      const char* blas = std::getenv("OPENBLAS_NUM_THREADS");
+      profile.setup = {{"device", "cpu"},
+                       {"host", host},
+                       {"threads", c.threads},
+                       {"openblas_num_threads", blas ? blas : "unset"},
+                       {"dtype", c.dtype},
+                       {"warmup", c.warmup},
+                       {"repetitions", c.repetitions},
+                       {"ranks", env.world_size},
+                       {"statistic", "median"}};
+      PW_RETURN_IF_ERROR(FitProfile(profile, m.static_bytes));
+      std::printf("\nfits (least squares on relative residuals, Eigen):\n%s", FormatProfileFits(profile).c_str());
+      if (profile.comm)
+        std::printf("comm model: latency %.3f us, bandwidth %.3f GB/s\n", 1e6 * profile.comm->latency_s,
+                    profile.comm->bandwidth_bytes_per_s / 1e9);
+      PW_ASSIGN_OR_RETURN(nlohmann::json doc, ProfileToJson(profile));
+      PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, doc.dump(1) + "\n"));
+      std::printf("wrote %s (reference shape b=%lld s=%lld)\n", c.output.c_str(),
+                  static_cast<long long>(profile.micro_batch_size), static_cast<long long>(profile.seq_length));
+      return Status::Ok();
+    }();
+  }
+  // The other ranks wait for rank 0 (and learn whether it succeeded).
+  if (comm) {
+    PW_ASSIGN_OR_RETURN(auto all, comm->AllGather(result.ok() ? "" : result.ToString()));
+    if (!printer && !all[0].empty()) return Status::Internal("rank 0 failed: " + all[0]);
+  }
+  return result;
+}
+
+}  // namespace
+
+void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<ProfileCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile", "measure layer F/I/W/B times and bytes (and P2P under mpirun -np 2); fit and write a profile");
+  cmd->add_option("--model-config", o->model_config, "GPT config.json (n_layer, n_embd, n_head, n_positions, ...)")
+      ->required();
+  cmd->add_option("--micro-batch-sizes", o->micro_batch_sizes, "micro-batch sizes to measure")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--seq-lengths", o->seq_lengths, "sequence lengths to measure")->delimiter(',')->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "untimed runs per shape")->capture_default_str();
+  cmd->add_option("--repetitions", o->repetitions, "timed runs per shape (median kept)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "LibTorch intra-op threads (the executor uses 1)")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
+  cmd->add_option("--seed", o->seed, "seed of weights and inputs")->capture_default_str();
+  cmd->add_option("--ref-micro-batch-size", o->ref_micro_batch_size,
+                  "shape of the file's per-layer list (default: the last --micro-batch-sizes)");
+  cmd->add_option("--ref-seq-length", o->ref_seq_length, "default: the last --seq-lengths");
+  cmd->add_option("--p2p-bytes", o->p2p_bytes, "P2P message sizes (under mpirun)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--p2p-repetitions", o->p2p_repetitions, "timed P2P round trips per size")->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "profile file to write")->capture_default_str();
+  cmd->callback([o, &ctx] {
+    Status st = RunProfile(*o);
+    if (!st.ok()) Fail(ctx, "profile", st);
+  });
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,139 @@
+// Measured profiles -> per-layer cost models. `pipewright profile` measures
+// each layer kind of a GPT (embedding, block, head+loss) for several shapes;
+// this file fits linear models to those samples by least squares (Eigen),
+// reports the fit error, writes/reads the profile file, and turns a profile
+// into the per-layer cost table the planner partitions, for any micro-batch
+// size and sequence length. Torch-free.
+//
+// Profile file (a layer-cost document, models/spec/layer_costs.h, so any
+// reader of layer costs accepts it; the extra keys are ignored there):
+//   {"format": "pipewright-profile", "version": 1,
+//    "setup": {"device": "...", "threads": 1, "dtype": "float32", ...},
+//    "model": {...GPT config...}, "micro_batch_size": b0, "seq_length": s0,
+//    "recompute": "none",
+//    "comm": {"latency_s": ..., "bandwidth_bytes_per_s": ..., "fit": FIT},
+//    "fits": {"embedding"|"block"|"head": {"F": FIT, "I": FIT, "W": FIT, "B": FIT,
+//             "activation_bytes": FIT, "wstash_bytes": FIT, "static_bytes": N}},
+//    "samples": [{"kind": "block", "micro_batch_size": 2, "seq_length": 64,
+//                 "F": s, "I": s, "W": s, "B": s, "activation_bytes": n,
+//                 "wstash_bytes": n, "output_bytes": n}, ...],
+//    "layers": [...per-layer costs evaluated at (b0, s0)...]}
+//   FIT = {"features": ["tokens", "tokens_x_seq", "one"], "coefficients": [...],
+//          "rel_rms_error": e, "max_rel_error": e, "points": n}
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/spec/layer_costs.h"
+#include "schedules/costs.h"
+#include "schedules/status.h"
+
+namespace pw {
+
+// Features a fitted quantity may depend on, per microbatch of b sequences of
+// length s: "tokens" = b*s (GEMMs, elementwise work, most activations),
+// "tokens_x_seq" = b*s^2 (attention scores and softmax: Narayanan et al.
+// 2021 §5.1, 4 b s^2 h FLOPs per block forward; Korthikanti et al. 2022:
+// 5 a s^2 b bytes), "one" = a constant (fixed per-call overhead).
+double FeatureValue(const std::string& feature, int64_t b, int64_t s);
+
+// y ~= sum_k coefficients[k] * FeatureValue(features[k], b, s).
+struct LinearFit {
+  std::vector<std::string> features;
+  std::vector<double> coefficients;  // same size as features
+  double rel_rms_error = 0;  // sqrt(mean((fit - y)^2 / y^2)) over the points (y > 0)
+  double max_rel_error = 0;  // max |fit - y| / y
+  int points = 0;
+  // The model at (b, s), clamped at >= 0.
+  double Evaluate(int64_t b, int64_t s) const;
+};
+
+// One measured point: y at micro-batch size b and sequence length s.
+struct FitPoint {
+  int64_t b = 0;
+  int64_t s = 0;
+  double y = 0;
+};
+
+// Least squares on relative residuals (each row weighted by 1/y, so small
+// shapes count as much as large ones): minimises sum ((x_i . c - y_i) / y_i)^2
+// with Eigen's column-pivoting Householder QR. Points with y <= 0 get weight 1
+// (absolute residual). Returns InvalidArgument if there are fewer points than
+// features, a feature name is unknown, or the features are collinear on these
+// points (rank-deficient design: e.g. one sequence length with tokens_x_seq).
+StatusOr<LinearFit> FitLeastSquares(const std::vector<FitPoint>& points, const std::vector<std::string>& features);
+
+// Measured costs of one layer kind at one shape (times: median seconds).
+struct ProfileSample {
+  std::string kind;  // "embedding", "block" or "head"
+  int64_t micro_batch_size = 0;
+  int64_t seq_length = 0;
+  double f = 0, i = 0, w = 0, b = 0;  // seconds per microbatch; b = the full (unsplit) backward
+  int64_t activation_bytes = 0;       // held from end of F to end of I (PLAN_FORMAT rule 7)
+  int64_t wstash_bytes = 0;           // held from end of I to end of W
+  int64_t output_bytes = 0;           // forward output message
+};
+
+// Fitted models of one layer kind.
+struct KindFit {
+  LinearFit f, i, w, b, activation_bytes, wstash_bytes;
+  int64_t static_bytes = 0;  // measured: params + grads + AdamW state (shape-independent)
+};
+
+// One measured point-to-point ping-pong size.
+struct CommSample {
+  int64_t bytes = 0;
+  double seconds = 0;  // one-way time: median round trip / 2
+};
+
+struct Profile {
+  nlohmann::json setup = nlohmann::json::object();  // device, threads, dtype, repetitions (recorded as is)
+  nlohmann::json model;                             // GPT config object the samples were measured on
+  int64_t element_bytes = 4;                        // activation element size of the measured dtype
+  int64_t micro_batch_size = 1;                     // reference shape of the "layers" list
+  int64_t seq_length = 1;
+  std::vector<ProfileSample> samples;
+  std::map<std::string, KindFit> fits;  // by kind
+  std::vector<CommSample> comm_samples;
+  std::optional<CommModel> comm;        // fitted latency + bytes / bandwidth
+  std::optional<LinearFit> comm_fit;    // features {"bytes", "one"} on (b = bytes, s = 1)
+};
+
+// Fits every kind present in `samples`: times and activation bytes with
+// {"tokens", "tokens_x_seq", "one"} for blocks (attention is quadratic in s)
+// and {"tokens", "one"} for the embedding and the head; wstash with
+// {"tokens", "one"} (GEMM inputs and output gradients only, ZB paper Table 1:
+// linear in tokens). A kind measured at a single sequence length drops
+// tokens_x_seq. `static_bytes` by kind are copied in. Comm: one-way time =
+// latency + bytes / bandwidth fitted on comm_samples (if any).
+// Errors: those of FitLeastSquares, naming the kind and quantity.
+Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static_bytes);
+
+// Per-layer costs of `model` (a GPT config object: n_layer, n_embd, ...; the
+// layer list embedding, block.0..N-1, head) at micro-batch size b and sequence
+// length s, from the profile's fits. output_bytes = b*s*n_embd*element_bytes
+// (head: the fp32 loss, 4 bytes). The table records b, s, the comm model and
+// `model`. Errors: InvalidArgument if a kind has no fit, or if `model`'s
+// width, heads, MLP width, vocabulary or positions differ from the profiled
+// model (the fits would not apply; only n_layer may differ).
+StatusOr<LayerCostTable> ProfileLayerCosts(const Profile& profile, const nlohmann::json& model, int64_t b, int64_t s);
+
+// The profile document (format above), with "layers" evaluated at the
+// reference shape.
+StatusOr<nlohmann::json> ProfileToJson(const Profile& profile);
+// Parses a profile document. InvalidArgument names the field
+// ("profile.json: fits.block.F.coefficients must be a list of 3 numbers").
+StatusOr<Profile> ParseProfile(const nlohmann::json& j, const std::string& source);
+// True if `j` has "format": "pipewright-profile" and "fits".
+bool IsProfileDocument(const nlohmann::json& j);
+
+// A plain-text table of every fit: kind, quantity, coefficients, errors.
+std::string FormatProfileFits(const Profile& profile);
+
+}  // namespace pw

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Long-run features of `pipewright run` under real mpirun (CPU, P=2):
+#  1. resume bit-identity: 4 steps straight vs 2 steps + checkpoint + resume
+#     for 2 more; every rank's parameters after step 4 must be bit-identical
+#     (digest over the raw bits). 1b: the same run launched as torchrun does
+#     (TCP communicator) gives the same bits too.
+#  2. a checkpoint from another plan is refused with the reason.
+#  3. --trace: the measured trace has every action of every rank exactly
+#     once, SEND/RECV flows pair up, and `pipewright show` draws it, alone
+#     and against the plan.
+#  4. --clip-grad-norm is refused on a plan without a global barrier and
+#     runs on one made with --clip-grad-norm.
+# Usage: long_run_test.sh <pw_make_plan> <pipewright> <mpirun>
+set -euo pipefail
+make_plan=$1 pipewright=$2 mpirun=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16}\n' > "$work/model.json"
+for i in $(seq 1 300); do echo "The quick brown fox jumps over the lazy dog $i."; done > "$work/text.txt"
+plan() {  # plan <schedule> <out> [extra args]
+  local schedule=$1 out=$2; shift 2
+  "$make_plan" --schedule "$schedule" --pp 2 -m 4 --model-config "$work/model.json" --seq-length 16 \
+    --micro-batch-size 2 --out "$out" "$@" > /dev/null
+}
+plan zb-h1 "$work/plan.json"
+plan 1f1b "$work/other.json"
+mpi=("$mpirun" --allow-run-as-root --oversubscribe -np 2)
+run=("${mpi[@]}" "$pipewright" run --data "$work/text.txt" --seed 7 --log-every 100)
+fail() { echo "FAIL: $*"; exit 1; }
+
+echo "== 1. resume is bit-identical"
+"${run[@]}" --plan "$work/plan.json" --steps 4 --checkpoint-dir "$work/straight" --checkpoint-every 4 \
+  | tee "$work/straight.txt"
+"${run[@]}" --plan "$work/plan.json" --steps 4 --checkpoint-dir "$work/part" --checkpoint-every 2 \
+  > /dev/null  # writes step_000002 and step_000004
+rm -rf "$work/part/step_000004"
+"${run[@]}" --plan "$work/plan.json" --steps 4 --checkpoint-dir "$work/resumed" --checkpoint-every 2 \
+  --resume "$work/part" | tee "$work/resumed.txt"
+grep -q "resumed from $work/part/step_000002 after step 2" "$work/resumed.txt" || fail "no resume line"
+# The archives are not byte-stable (LibTorch keys optimizer state by tensor
+# address), so compare the bit-exact parameter digest every rank prints.
+digest() { grep '^parameters fnv1a64:' "$1" || fail "no parameter digest in $1"; }
+[[ $(digest "$work/straight.txt") == "$(digest "$work/resumed.txt")" ]] \
+  || fail "resumed run's parameters differ from the uninterrupted run: $(digest "$work/straight.txt") vs $(digest "$work/resumed.txt")"
+[[ -f $work/straight/step_000004/manifest.json ]] || fail "no manifest"
+grep -q '"plan_hash"' "$work/straight/step_000004/manifest.json" || fail "manifest has no plan_hash"
+
+echo "== 1b. torchrun launch (TCP communicator, no MPI) trains the same bits"
+launch_dir=$(cd "$(dirname "$0")/../../launch" && pwd)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PW_TORCHRUN_EMULATE=1 "$launch_dir/torchrun.sh" --nproc-per-node 2 --master-port "$port" -- \
+  "$pipewright" run --data "$work/text.txt" --seed 7 --log-every 100 --plan "$work/plan.json" --steps 4 \
+  --checkpoint-dir "$work/tcp" --checkpoint-every 4 | tee "$work/tcp.txt"
+[[ $(digest "$work/straight.txt") == "$(digest "$work/tcp.txt")" ]] \
+  || fail "the torchrun (TCP) run's parameters differ from the mpirun run's"
+if "$launch_dir/mpirun.sh" -np 3 -- "$pipewright" run --plan "$work/plan.json" --data "$work/text.txt" \
+     > "$work/np3.txt" 2>&1; then fail "mpirun.sh -np 3 on a pp_size=2 plan ran"; fi
+grep -q "pp_size=2" "$work/np3.txt" || { cat "$work/np3.txt"; fail "no pp_size in the launcher refusal"; }
+
+echo "== 2. a checkpoint of another plan is refused"
+if "${run[@]}" --plan "$work/other.json" --steps 4 --resume "$work/part" > "$work/refused.txt" 2>&1; then
+  fail "resume with another plan succeeded"
+fi
+grep -q "checkpoint was written by plan" "$work/refused.txt" || { cat "$work/refused.txt"; fail "no reason"; }
+
+echo "== 3. measured trace"
+"${run[@]}" --plan "$work/plan.json" --steps 2 --trace "$work/trace.json" > /dev/null
+python3 - "$work/trace.json" "$work/plan.json" << 'PY'
+import json, sys, collections
+t = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+od = t["otherData"]
+assert od["format"] == "pipewright-trace" and od["version"] == 1 and od["kind"] == "measured", od
+assert od["pp_size"] == p["pp_size"] and od["num_microbatches"] == p["num_microbatches"], od
+xs = [e for e in t["traceEvents"] if e.get("ph") == "X"]
+for r in p["ranks"]:
+    got = sorted((e["args"]["index"], e["name"]) for e in xs if e["pid"] == r["rank"])
+    want = list(enumerate(r["actions"]))
+    assert got == want, f"rank {r['rank']}: trace actions differ from the plan"
+for e in xs:
+    assert e["args"]["action"] == e["name"] and e["dur"] >= 0 and e["ts"] >= 0, e
+    comm = "SEND" in e["name"] or "RECV" in e["name"]
+    assert e["tid"] == (1 if comm else 0), e
+flows = collections.defaultdict(list)
+for e in xs:
+    if "bind_id" in e: flows[e["bind_id"]].append("out" if e.get("flow_out") else "in")
+assert flows and all(sorted(v) == ["in", "out"] for v in flows.values()), flows
+names = {(e["pid"], e.get("tid"), e["args"]["name"]) for e in t["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"}
+assert {(0, 0, "compute"), (0, 1, "comm")} <= names, names
+print(f"trace OK: {len(xs)} actions, {len(flows)} flows")
+PY
+"$pipewright" show "$work/trace.json" --format ascii > "$work/show.txt" || fail "show TRACE failed"
+"$pipewright" show "$work/trace.json" --plan "$work/plan.json" --format ascii > "$work/diff.txt" \
+  || fail "show TRACE --plan PLAN failed"
+
+echo "== 4. gradient clipping needs a plan with a global barrier"
+if "${run[@]}" --plan "$work/plan.json" --steps 1 --clip-grad-norm 1.0 > "$work/clip.txt" 2>&1; then
+  fail "--clip-grad-norm ran on a plan without a global barrier"
+fi
+grep -q "global_barrier" "$work/clip.txt" || { cat "$work/clip.txt"; fail "no reason"; }
+plan zb-h1 "$work/clip.json" --clip-grad-norm 0.5
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["training"]["global_barrier"] is True' \
+  "$work/clip.json" || fail "plan does not record the barrier"
+"${run[@]}" --plan "$work/clip.json" --steps 2 | grep -q "^step 2/2" || fail "clipped run"
+if "$pipewright" plan --model-config llama-2-7b --device H100-80GB --pp 4 --global-batch-size 32 \
+     --clip-grad-norm 1.0 --objective steady -o "$work/steady.json" > "$work/steady.txt" 2>&1; then
+  fail "pipewright plan --clip-grad-norm --objective steady was accepted"
+fi
+grep -q "makespan_s" "$work/steady.txt" || { cat "$work/steady.txt"; fail "no reason for the refusal"; }
+"$pipewright" plan --model-config llama-2-7b --device H100-80GB --pp 4 --global-batch-size 32 \
+  --clip-grad-norm 1.0 -o "$work/planned.json" > "$work/planned.txt" || fail "plan --clip-grad-norm"
+grep -q "makespan_s" "$work/planned.txt" || { cat "$work/planned.txt"; fail "plan did not minimise makespan_s"; }
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["training"]; assert t["global_barrier"] is True and t["clip_grad_norm"] == 1.0, t' \
+  "$work/planned.json" || fail "pipewright plan does not record the barrier"
+echo "OK"

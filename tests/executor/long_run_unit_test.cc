@@ -1,0 +1,193 @@
+// Torch-free parts of the long-run features: the measured trace's shape
+// (one event per action, flows pair), checkpoint manifests and the resume
+// refusals, the wait board. Milliseconds.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "executor/checkpoint.h"
+#include "executor/measured_trace.h"
+#include "executor/plan_builder.h"
+#include "executor/tcp_communicator.h"
+#include "executor/watchdog.h"
+#include "schedules/trace_format.h"
+
+namespace pw::exec {
+namespace {
+
+Plan SmallPlan(const std::string& schedule, int pp, int m) {
+  PlanSpec spec;
+  spec.schedule = schedule;
+  spec.pp_size = pp;
+  spec.num_microbatches = m;
+  spec.model = {{"n_layer", 4}, {"n_embd", 16}, {"n_head", 2}, {"n_positions", 16}};
+  StatusOr<Plan> plan = BuildPlan(spec);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return *plan;
+}
+
+TEST(MeasuredTrace, EveryActionOnceAndFlowsPair) {
+  for (const char* schedule : {"1f1b", "zb-h1", "interleaved-1f1b", "zb-v"}) {
+    Plan plan = SmallPlan(schedule, 2, 4);
+    Program program = PlanProgram(plan);
+    std::map<int64_t, std::multiset<std::string>> flows;
+    for (int r = 0; r < plan.pp_size; ++r) {
+      std::vector<ActionSpan> spans;
+      for (size_t i = 0; i < program.ranks[r].size(); ++i)
+        spans.push_back({static_cast<int>(i), 1e-3 * i, 1e-3 * i + 5e-4});
+      nlohmann::json events = RankTraceEvents(program, r, spans);
+      size_t complete = 0;
+      for (const auto& e : events) {
+        if (e["ph"] != "X") continue;
+        const size_t i = e["args"]["index"].get<size_t>();
+        ASSERT_LT(i, program.ranks[r].size()) << schedule;
+        EXPECT_EQ(e["name"], program.ranks[r][i].ToString()) << schedule << " rank " << r;
+        EXPECT_EQ(e["args"]["action"], e["name"]);
+        EXPECT_NEAR(e["dur"].get<double>(), 500.0, 1e-6) << "µs";
+        const bool comm = e["cat"] == "comm";
+        EXPECT_EQ(e["tid"].get<int>(), comm ? kTraceCommTid : kTraceComputeTid) << e.dump();
+        if (comm) flows[e["bind_id"].get<int64_t>()].insert(e.contains("flow_out") ? "out" : "in");
+        ++complete;
+      }
+      EXPECT_EQ(complete, program.ranks[r].size()) << schedule << " rank " << r;
+    }
+    for (const auto& [id, ends] : flows)
+      EXPECT_EQ(ends, (std::multiset<std::string>{"in", "out"})) << schedule << " flow " << id;
+  }
+}
+
+TEST(Checkpoint, ManifestRoundTripAndRefusals) {
+  const std::string root = testing::TempDir() + "/pw_ckpt_unit";
+  std::filesystem::remove_all(root);
+  const std::string dir = CheckpointStepDir(root, 10);
+  EXPECT_EQ(dir, root + "/step_000010");
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directories(CheckpointStepDir(root, 20));  // incomplete: no manifest
+  CheckpointManifest m;
+  m.plan_hash = "aaaa";
+  m.schedule = "zb-h1";
+  m.pp_size = 2;
+  m.steps_done = 10;
+  m.seed = 7;
+  m.dtype = "float32";
+  m.files = {"rank_0.pt", "rank_1.pt"};
+  ASSERT_TRUE(WriteManifest(dir, m).ok());
+  StatusOr<std::string> resolved = ResolveResumeDir(root);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  EXPECT_EQ(*resolved, dir) << "the incomplete step_000020 must be skipped";
+  StatusOr<CheckpointManifest> back = ReadManifest(dir);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->steps_done, 10);
+  EXPECT_EQ(back->files, m.files);
+  EXPECT_TRUE(CheckResumable(*back, dir, "aaaa", 2, 7, "float32").ok());
+  Status other = CheckResumable(*back, dir, "bbbb", 2, 7, "float32");
+  EXPECT_EQ(other.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.message().find("written by plan aaaa"), std::string::npos) << other.message();
+  EXPECT_NE(CheckResumable(*back, dir, "aaaa", 2, 8, "float32").message().find("--seed"), std::string::npos);
+  EXPECT_NE(CheckResumable(*back, dir, "aaaa", 2, 7, "float64").message().find("float64"), std::string::npos);
+  EXPECT_EQ(ReadManifest(CheckpointStepDir(root, 20)).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(ResolveResumeDir(root + "/nope").status().code(), StatusCode::kNotFound);
+  std::filesystem::remove_all(root);
+}
+
+TEST(WaitBoard, TruncatesAndTerminates) {
+  WaitBoard board;
+  EXPECT_STREQ(board.Text(), "");
+  board.Set("rank 1, step 2, action 3 '1F2' waiting for 1RECV_F2 (microbatch 2) from rank 0");
+  EXPECT_STREQ(board.Text(), "rank 1, step 2, action 3 '1F2' waiting for 1RECV_F2 (microbatch 2) from rank 0");
+  board.Set(std::string(2000, 'x'));
+  EXPECT_EQ(std::string(board.Text()).size(), WaitBoard::kCapacity - 1);
+}
+
+// A free loopback port (bound, read, released).
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Ranks as threads of this process, each with its own TcpCommunicator over
+// loopback sockets: FIFO per (peer, channel), early arrivals, all-gather.
+TEST(TcpCommunicator, RingFifoAndAllGather) {
+  const int world = 3, port = FreePort();
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      TcpOptions o;
+      o.master_port = port;
+      o.watchdog_s = 20;
+      auto comm = TcpCommunicator::Create(r, world, o);
+      if (!comm.ok()) { errors[r] = comm.status().ToString(); return; }
+      TcpCommunicator& c = **comm;
+      const int next = (r + 1) % world, prev = (r + world - 1) % world;
+      // Three messages per channel to the next rank; the receiver posts
+      // after a delay on one channel (early arrivals) and at once on the other.
+      std::vector<int64_t> out(6), in(6, -1);
+      std::vector<RequestId> ids;
+      for (int k = 0; k < 3; ++k) {
+        out[k] = 100 * r + k;
+        out[3 + k] = 1000 * r + k;
+        ids.push_back(*c.Isend(next, Channel::kForward, &out[k], sizeof(int64_t)));
+        ids.push_back(*c.Isend(next, Channel::kBackward, &out[3 + k], sizeof(int64_t)));
+      }
+      for (int k = 0; k < 3; ++k) ids.push_back(*c.Irecv(prev, Channel::kBackward, &in[3 + k], sizeof(int64_t)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int k = 0; k < 3; ++k) ids.push_back(*c.Irecv(prev, Channel::kForward, &in[k], sizeof(int64_t)));
+      for (RequestId id : ids) {
+        Status st = c.Wait(id);
+        if (!st.ok()) { errors[r] = st.ToString(); return; }
+      }
+      for (int k = 0; k < 3; ++k)
+        if (in[k] != 100 * prev + k || in[3 + k] != 1000 * prev + k)
+          errors[r] = "rank " + std::to_string(r) + ": message " + std::to_string(k) + " out of order";
+      auto all = c.AllGather("r" + std::to_string(r));
+      if (!all.ok() || *all != std::vector<std::string>{"r0", "r1", "r2"}) errors[r] = "all-gather";
+      if (!c.Barrier().ok()) errors[r] = "barrier";
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// A peer that never sends: the watchdog turns the wait into CommError.
+TEST(TcpCommunicator, WatchdogNamesThePeer) {
+  const int port = FreePort();
+  Status got;
+  std::thread waiter([&] {
+    TcpOptions o;
+    o.master_port = port;
+    o.watchdog_s = 0.5;
+    auto comm = TcpCommunicator::Create(0, 2, o);
+    ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+    int64_t x = 0;
+    RequestId id = *(*comm)->Irecv(1, Channel::kForward, &x, sizeof(x));
+    got = (*comm)->Wait(id);
+    Status ignored = (*comm)->Barrier();
+    (void)ignored;
+  });
+  TcpOptions o;
+  o.master_port = port;
+  auto silent = TcpCommunicator::Create(1, 2, o);
+  ASSERT_TRUE(silent.ok()) << silent.status().ToString();
+  Status ignored = (*silent)->Barrier();
+  (void)ignored;
+  waiter.join();
+  EXPECT_EQ(got.code(), StatusCode::kCommError);
+  EXPECT_NE(got.message().find("receive from rank 1: no progress for 0.5 s"), std::string::npos) << got.message();
+}
+
+}  // namespace
+}  // namespace pw::exec

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `pipewright profile` smoke test (seconds): measure a tiny GPT in one
+# process, check the fits and the file, plan from it with `plan --profile`,
+# refuse a bad shape naming the flag; then under `mpirun -np 2` the P2P link
+# is measured and fitted too.
+# Usage: profile_cli_test.sh <pipewright> <mpirun>
+set -euo pipefail
+pw=$1 mpirun=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+printf '{"n_layer": 2, "n_embd": 32, "n_head": 2, "n_positions": 16, "vocab_size": 256}\n' > "$work/model.json"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+"$pw" profile --model-config "$work/model.json" --micro-batch-sizes 1,2 --seq-lengths 8,16 --warmup 1 \
+  --repetitions 3 -o "$work/profile.json" > "$work/out.txt" || fail "profile failed: $(tail -5 "$work/out.txt")"
+grep -q '^block .*F (s)' "$work/out.txt" || fail "no block F fit printed"
+grep -q '^head .*wstash' "$work/out.txt" || fail "no head wstash fit printed"
+python3 - "$work/profile.json" << 'PY' || fail "profile file content"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["format"] == "pipewright-profile", p["format"]
+assert set(p["fits"]) == {"embedding", "block", "head"}, p["fits"].keys()
+assert len(p["samples"]) == 3 * 4, len(p["samples"])
+for s in p["samples"]:
+    assert s["F"] > 0 and s["I"] > 0 and s["W"] > 0 and s["B"] > 0, s
+    assert s["activation_bytes"] > 0, s
+assert len(p["layers"]) == 4 and p["layers"][1]["kind"] == "block"
+assert p["fits"]["block"]["static_bytes"] > 0
+PY
+
+"$pw" plan --profile "$work/profile.json" --pp 2 --num-microbatches 4 --micro-batch-size 2 --seq-length 16 \
+  --schedule 1f1b,zb-h1 --no-min-pp -o "$work/plan.json" > "$work/plan.txt" || fail "plan --profile: $(cat "$work/plan.txt")"
+grep -q '^chosen: ' "$work/plan.txt" || fail "no chosen plan"
+grep -q '"n_embd": 32' "$work/plan.json" || fail "plan lacks the profiled model"
+
+# A bad shape is refused, naming the flag (exit 2).
+set +e
+"$pw" profile --model-config "$work/model.json" --seq-lengths 64 -o "$work/bad.json" > /dev/null 2> "$work/err.txt"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "bad --seq-lengths: exit $rc, want 2"
+grep -q -- '--seq-lengths' "$work/err.txt" || fail "error does not name --seq-lengths: $(cat "$work/err.txt")"
+[ ! -e "$work/bad.json" ] || fail "file written on error"
+
+# Two ranks: the link is measured and fitted.
+"$mpirun" --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+  "$pw" profile --model-config "$work/model.json" --micro-batch-sizes 1,2 --seq-lengths 8,16 --warmup 1 \
+  --repetitions 2 --p2p-bytes 1024,65536,1048576 --p2p-repetitions 5 -o "$work/p2.json" > "$work/p2.txt" \
+  || fail "mpirun profile: $(tail -5 "$work/p2.txt")"
+grep -q '^comm model: latency' "$work/p2.txt" || fail "no comm model under mpirun"
+python3 -c "import json,sys; c=json.load(open('$work/p2.json'))['comm']; sys.exit(0 if c['latency_s']>=0 and len(c['samples'])==3 else 1)" \
+  || fail "comm samples/fit missing"
+echo "profile CLI: OK"
