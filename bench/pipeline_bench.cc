@@ -3,7 +3,7 @@
 // the plan's own prediction (the simulator on the profile's costs).
 //
 //   mpirun -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1
-//     pipeline_bench --data text.txt --steps 10 --warmup-steps 3 \
+//     pipeline_bench --data text.txt --steps 10 --warmup-steps 3
 //                    [--trace-dir DIR] PLAN.json [PLAN.json ...]
 //
 // Per plan, rank 0 prints one row (formulas in bench/README.md):
