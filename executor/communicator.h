@@ -51,6 +51,15 @@ class Communicator {
   // are fixed by the plan; a mismatch means the ranks disagree on it).
   virtual Status Wait(RequestId id) = 0;
 
+  // Brackets a run of consecutive posts (Isend/Irecv) that may be issued
+  // together: NCCL issues them as one group (ncclGroupStart/End). The
+  // interpreter brackets each run of consecutive SEND/RECV actions of a rank's
+  // list; since lowered plans pass the rendezvous check one operation at a
+  // time, issuing a run together (which only removes ordering inside it)
+  // cannot deadlock. Default: nothing (MPI and loopback post at once).
+  virtual Status BeginBatch() { return Status::Ok(); }
+  virtual Status EndBatch() { return Status::Ok(); }
+
   // Every rank contributes `mine`; returns all contributions, index = rank.
   // Collective: every rank must call it, in the same order.
   virtual StatusOr<std::vector<std::string>> AllGather(const std::string& mine) = 0;

@@ -94,6 +94,11 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
     const Action& a = actions[i];
     Status st;
     if (hooks != nullptr && hooks->before_action) hooks->before_action(static_cast<int>(i));
+    // Each run of consecutive SEND/RECV is posted as one batch (an NCCL group).
+    if (IsComm(a.type) && (i == 0 || !IsComm(actions[i - 1].type))) {
+      st = comm.BeginBatch();
+      if (!st.ok()) return fail(i, st);
+    }
     switch (a.type) {
       case ActionType::kF:
       case ActionType::kB:
@@ -146,6 +151,10 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
       }
     }
     if (!st.ok()) return fail(i, st);
+    if (IsComm(a.type) && (i + 1 == actions.size() || !IsComm(actions[i + 1].type))) {
+      st = comm.EndBatch();
+      if (!st.ok()) return fail(i, st);
+    }
   }
   for (const PostedSend& p : sends) {
     const Action& sent = actions[p.index];

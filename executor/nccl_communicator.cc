@@ -31,6 +31,7 @@ struct NcclCommunicator::Impl {
   std::unordered_map<RequestId, cudaEvent_t> pending;
   RequestId next_id = 1;
   int group_depth = 0;
+  std::vector<RequestId> in_group;  // posted inside the open group
 
   Status Cuda(cudaError_t err, const char* what) const {
     if (err == cudaSuccess) return Status::Ok();
@@ -57,12 +58,22 @@ struct NcclCommunicator::Impl {
     PW_RETURN_IF_ERROR(Cuda(cudaEventRecord(compute_ready, compute), "cudaEventRecord(compute)"));
     return Cuda(cudaStreamWaitEvent(comm_stream, compute_ready, 0), "cudaStreamWaitEvent(comm)");
   }
+  // Registers a posted operation. Inside a group NCCL enqueues the work only
+  // at ncclGroupEnd, so the completion event is recorded then (GroupEnd).
   StatusOr<RequestId> Finish(const std::string& what) {
+    RequestId id = next_id++;
+    if (group_depth > 0) {
+      in_group.push_back(id);
+      return id;
+    }
+    PW_RETURN_IF_ERROR(RecordDone(id));
+    return id;
+  }
+  Status RecordDone(RequestId id) {
     PW_ASSIGN_OR_RETURN(cudaEvent_t done, TakeEvent());
     PW_RETURN_IF_ERROR(Cuda(cudaEventRecord(done, comm_stream), "cudaEventRecord(comm)"));
-    RequestId id = next_id++;
-    pending.emplace(id, done);
-    return id;
+    pending[id] = done;
+    return Status::Ok();
   }
 };
 
@@ -136,7 +147,8 @@ Status NcclCommunicator::Wait(RequestId id) {
   Impl& s = *impl_;
   auto it = s.pending.find(id);
   if (it == s.pending.end())
-    return Status::Internal("rank " + std::to_string(s.rank) + ": wait on unknown request " + std::to_string(id));
+    return Status::Internal("rank " + std::to_string(s.rank) + ": wait on unknown request " + std::to_string(id) +
+                            (s.group_depth > 0 ? " (its NCCL group is still open)" : ""));
   cudaEvent_t done = it->second;
   s.pending.erase(it);
   PW_RETURN_IF_ERROR(s.Cuda(cudaStreamWaitEvent(s.compute, done, 0), "cudaStreamWaitEvent(compute)"));
@@ -161,7 +173,11 @@ Status NcclCommunicator::GroupStart() {
 Status NcclCommunicator::GroupEnd() {
   Impl& s = *impl_;
   if (s.group_depth-- != 1) return Status::Internal("NcclCommunicator: GroupEnd without GroupStart");
-  return s.Nccl(ncclGroupEnd(), "ncclGroupEnd");
+  PW_RETURN_IF_ERROR(s.Nccl(ncclGroupEnd(), "ncclGroupEnd"));
+  std::vector<RequestId> ids;
+  ids.swap(s.in_group);
+  for (RequestId id : ids) PW_RETURN_IF_ERROR(s.RecordDone(id));
+  return Status::Ok();
 }
 
 Status NcclCommunicator::Synchronize() {

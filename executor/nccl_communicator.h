@@ -53,9 +53,12 @@ class NcclCommunicator : public Communicator {
   Status Barrier() override;
 
   // Opens / closes an NCCL group: operations posted in between are issued
-  // together (needed e.g. for a send to oneself). Groups do not nest.
+  // together at GroupEnd (needed e.g. for a send to oneself), and their
+  // completion events are recorded then. Groups do not nest.
   Status GroupStart();
   Status GroupEnd();
+  Status BeginBatch() override { return GroupStart(); }
+  Status EndBatch() override { return GroupEnd(); }
   // Blocks the host until all posted operations are done (step boundary).
   Status Synchronize();
   // "NCCL 2.28.9 (built with 2.28.9), device 0: NVIDIA H200".

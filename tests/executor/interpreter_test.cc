@@ -151,3 +151,77 @@ TEST(DataTest, DeterministicShiftedByOne) {
 
 }  // namespace
 }  // namespace pw::exec
+
+namespace pw::exec {
+namespace {
+
+// Loopback underneath; checks the interpreter's batching contract that NCCL
+// groups rely on: every post inside a batch, no nesting, no Wait while a
+// batch is open (a group's work is enqueued only when it closes).
+class BatchCheckingCommunicator : public LoopbackCommunicator {
+ public:
+  using LoopbackCommunicator::LoopbackCommunicator;
+  Status BeginBatch() override {
+    if (open_) return Status::Internal("nested batch");
+    open_ = true;
+    ++batches_;
+    return Status::Ok();
+  }
+  Status EndBatch() override {
+    if (!open_) return Status::Internal("EndBatch without BeginBatch");
+    open_ = false;
+    return Status::Ok();
+  }
+  StatusOr<RequestId> Isend(int peer, Channel c, const void* d, int64_t b) override {
+    if (!open_) return Status::Internal("Isend outside a batch");
+    return LoopbackCommunicator::Isend(peer, c, d, b);
+  }
+  StatusOr<RequestId> Irecv(int peer, Channel c, void* d, int64_t b) override {
+    if (!open_) return Status::Internal("Irecv outside a batch");
+    return LoopbackCommunicator::Irecv(peer, c, d, b);
+  }
+  Status Wait(RequestId id) override {
+    if (open_) return Status::Internal("Wait while a batch is open");
+    return LoopbackCommunicator::Wait(id);
+  }
+  int batches() const { return batches_; }
+
+ private:
+  bool open_ = false;
+  int batches_ = 0;
+};
+
+TEST(InterpreterTest, ConsecutiveSendsAndReceivesArePostedAsOneBatch) {
+  for (const std::string& family : {"1f1b", "interleaved-1f1b", "zb-v"}) {
+    ScheduleRequest req;
+    req.schedule = family;
+    req.pp_size = 4;
+    req.num_microbatches = 8;
+    StatusOr<Program> compute = GenerateSchedule(req);
+    ASSERT_TRUE(compute.ok());
+    StatusOr<Program> lowered = AddSendRecv(*compute, UniformCosts(compute->num_stages));
+    ASSERT_TRUE(lowered.ok());
+    auto hub = std::make_shared<LoopbackHub>(4, 10.0);
+    std::vector<Status> out(4);
+    std::vector<int> batches(4), runs(4);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 4; ++r)
+      threads.emplace_back([&, r] {
+        BatchCheckingCommunicator comm(hub, r);
+        FakeBackend backend(*lowered, r);
+        out[r] = RunRankStep(*lowered, 0, comm, backend).status();
+        batches[r] = comm.batches();
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < 4; ++r) {
+      const auto& list = lowered->ranks[r];
+      for (size_t i = 0; i < list.size(); ++i)
+        runs[r] += IsComm(list[i].type) && (i == 0 || !IsComm(list[i - 1].type));
+      ASSERT_TRUE(out[r].ok()) << family << " rank " << r << ": " << out[r].ToString();
+      EXPECT_EQ(batches[r], runs[r]) << family << " rank " << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pw::exec
