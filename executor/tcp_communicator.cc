@@ -168,7 +168,22 @@ struct TcpCommunicator::Impl {
         std::string buf(static_cast<size_t>(bytes), '\0');
         if (!ReadAll(fds[peer], buf.data(), bytes)) break;
         std::lock_guard<std::mutex> lock(mu);
-        if (id != 0) {  // posted with another size: the ranks disagree on the plan
+        auto& q = posted[{peer, channel}];
+        if (id == 0 && channel != kCollectiveChannel && !q.empty()) {
+          // A receive was posted while the payload was being read (the lock
+          // is not held during ReadAll): deliver to it, or the message would
+          // sit in `early` while the receive waits in `posted` forever. FIFO
+          // holds: a receive is only queued in `posted` when `early` is empty.
+          id = q.front();
+          q.pop_front();
+          Request& r = requests[id];
+          r.done = true;
+          if (r.bytes == bytes)
+            std::memcpy(r.data, buf.data(), buf.size());
+          else
+            r.error = Me() + ": receive from rank " + std::to_string(peer) + ": got " + std::to_string(bytes) +
+                      " bytes, expected " + std::to_string(r.bytes);
+        } else if (id != 0) {  // posted with another size: the ranks disagree on the plan
           requests[id].done = true;
           requests[id].error = Me() + ": receive from rank " + std::to_string(peer) + ": got " +
                                std::to_string(bytes) + " bytes, expected " + std::to_string(requests[id].bytes);
