@@ -11,6 +11,7 @@
 
 #include "executor/interpreter.h"
 #include "executor/preflight.h"
+#include "executor/profile.h"
 #include "executor/torch_backend.h"
 
 namespace pw::exec {
@@ -400,56 +401,10 @@ StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const
 
 // ------------------------------------------------------ counting allocator ---
 
-namespace {
+// One allocator wrapper in the project: profile.cc's peak-tracking one,
+// which also counts live bytes.
+void InstallCountingCpuAllocator() { InstallPeakTrackingCpuAllocator(); }
 
-std::atomic<int64_t> g_counted_bytes{0};
-
-struct CountedBlock {
-  c10::DataPtr inner;
-  size_t bytes;
-};
-
-void DeleteCounted(void* ctx) {
-  auto* block = static_cast<CountedBlock*>(ctx);
-  g_counted_bytes -= static_cast<int64_t>(block->bytes);
-  delete block;  // frees `inner` through its own deleter
-}
-
-// Wraps the default CPU allocator and counts live bytes. The only
-// LibTorch-version-dependent code of the executor: Allocator::allocate became
-// non-const and copy_data pure virtual in LibTorch 2.3.
-class CountingAllocator final : public c10::Allocator {
- public:
-  explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) {}
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-  c10::DataPtr allocate(size_t n) override { return Wrap(n); }
-  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
-#else
-  c10::DataPtr allocate(size_t n) const override { return Wrap(n); }
-#endif
-
- private:
-  c10::DataPtr Wrap(size_t n) const {
-    c10::DataPtr inner = inner_->allocate(n);
-    void* data = inner.get();
-    c10::Device device = inner.device();
-    g_counted_bytes += static_cast<int64_t>(n);
-    return c10::DataPtr(data, new CountedBlock{std::move(inner), n}, &DeleteCounted, device);
-  }
-  c10::Allocator* inner_;
-};
-
-}  // namespace
-
-void InstallCountingCpuAllocator() {
-  static CountingAllocator* allocator = [] {
-    auto* a = new CountingAllocator(c10::GetDefaultCPUAllocator());  // lives for the process
-    c10::SetCPUAllocator(a, /*priority=*/100);
-    return a;
-  }();
-  (void)allocator;
-}
-
-int64_t CountedCpuBytes() { return g_counted_bytes.load(); }
+int64_t CountedCpuBytes() { return TrackedCpuBytes(); }
 
 }  // namespace pw::exec
