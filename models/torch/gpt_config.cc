@@ -23,6 +23,18 @@ bool FindInt(const nlohmann::json& config, std::initializer_list<const char*> ke
 
 StatusOr<GptConfig> ParseGptConfig(const nlohmann::json& config, const std::string& source) {
   if (!config.is_object()) return Status::InvalidArgument(source + ": model config is not a JSON object");
+  // The executor builds one architecture: GPT-2 style (LayerNorm, GELU MLP,
+  // learned positions, full multi-head attention). A config of another family
+  // plans fine (models/spec knows Llama) but would silently train a different
+  // model than the one planned, so it is refused here.
+  if (config.contains("model_type") && config["model_type"].is_string() && config["model_type"] != "gpt2")
+    return Status::InvalidArgument(source + ": model_type '" + config["model_type"].get<std::string>() +
+                                   "' is not supported by the executor, which builds GPT-2-style models only "
+                                   "(use a config with model_type \"gpt2\" or none)");
+  if (config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null() &&
+      config["num_key_value_heads"] != config.value("num_attention_heads", config.value("n_head", nlohmann::json())))
+    return Status::InvalidArgument(source + ": num_key_value_heads differs from the attention heads (grouped-query "
+                                   "attention), which the executor does not build");
   GptConfig c;
   std::string key;
   struct Field {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "executor/data.h"
+#include "models/torch/gpt_config.h"
 #include "executor/interpreter.h"
 #include "executor/loopback_communicator.h"
 #include "schedules/lower.h"
@@ -221,6 +222,30 @@ TEST(InterpreterTest, ConsecutiveSendsAndReceivesArePostedAsOneBatch) {
       EXPECT_EQ(batches[r], runs[r]) << family << " rank " << r;
     }
   }
+}
+
+}  // namespace
+}  // namespace pw::exec
+
+namespace pw::exec {
+namespace {
+
+// A Llama config plans (models/spec) but the executor builds GPT-2 blocks:
+// running it would train another model than the one planned, so it is refused.
+TEST(GptConfigTest, OtherArchitecturesAreRefusedNamingTheField) {
+  auto gpt = models::ParseGptConfig(nlohmann::json::parse(
+      R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 8, "n_head": 2, "n_positions": 16})"), "cfg");
+  ASSERT_TRUE(gpt.ok()) << gpt.status().ToString();
+  auto llama = models::ParseGptConfig(nlohmann::json::parse(
+      R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 8, "num_attention_heads": 2,
+          "max_position_embeddings": 16})"), "cfg");
+  ASSERT_FALSE(llama.ok());
+  EXPECT_NE(llama.status().message().find("cfg: model_type 'llama'"), std::string::npos) << llama.status().message();
+  auto gqa = models::ParseGptConfig(nlohmann::json::parse(
+      R"({"num_hidden_layers": 2, "hidden_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1,
+          "max_position_embeddings": 16})"), "cfg");
+  ASSERT_FALSE(gqa.ok());
+  EXPECT_NE(gqa.status().message().find("num_key_value_heads"), std::string::npos) << gqa.status().message();
 }
 
 }  // namespace
