@@ -24,11 +24,13 @@ StatusOr<Program> GenerateVMin(const ScheduleRequest& req);            // v_min.
 
 // The zero-bubble greedy of ZB paper §3.1 (zb_auto.cc), shared by zb-auto
 // (loop placement, v = 1) and zb-v (V placement, v = 2): searches its flag
-// grid for `req` with `virtual_stages` stages per rank in `placement` under
-// the per-rank activation memory `memory_limit` (costs.memory units) and
-// returns the best compute-only program (smallest steady_step_s by
-// Simulate(), then makespan). `name` prefixes error messages. Infeasible,
-// naming --memory-limit, if no flag set fits the limit.
+// grid (for v = 1 in loop placement also the paper-style round construction,
+// which gives ZB-2p's parallelogram tail) for `req` with `virtual_stages`
+// stages per rank in `placement` under the per-rank activation memory
+// `memory_limit` (costs.memory units) and returns the best compute-only
+// program (smallest steady_step_s by Simulate(), then makespan). `name`
+// prefixes error messages. Infeasible, naming --memory-limit, if no flag set
+// fits the limit.
 StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
                                    double memory_limit, const std::string& name);
 
