@@ -5,9 +5,10 @@
 //
 // Implementations: MpiCommunicator (CPU buffers, mpi_communicator.h),
 // LoopbackCommunicator (ranks as threads of one process, for tests,
-// loopback_communicator.h). The NCCL implementation (next issue) plugs in
-// here: it must keep the same FIFO-per-channel guarantee and may fuse the ops
-// it is given into groups internally (ECOSYSTEM §3.4).
+// loopback_communicator.h), TcpCommunicator (tcp_communicator.h) and
+// NcclCommunicator (device buffers, nccl_communicator.h): it keeps the same
+// FIFO-per-channel guarantee and fuses each batch of posts into one group
+// (ECOSYSTEM §3.4).
 //
 // Channels: for each ordered rank pair (src, dst) there is one FIFO channel
 // per direction: the k-th Isend from src to dst on channel c matches the k-th
@@ -27,7 +28,8 @@ enum class Channel : int {
   kBackward = 1,  // input gradients, stage s -> s-1 (SEND_B / RECV_B)
 };
 
-// Opaque handle of a posted send or receive; valid until Wait returns.
+// Opaque handle of a posted send or receive; valid until Wait returns (or
+// Test returns true or an error).
 using RequestId = int64_t;
 
 class Communicator {
@@ -36,20 +38,31 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // "mpi" or "loopback" (for messages).
+  // "mpi", "loopback", "tcp" or "nccl" (for messages).
   virtual std::string name() const = 0;
 
   // Posts a non-blocking send of `bytes` bytes at `data` to `peer`; never
-  // blocks. REQUIRES: `data` stays valid and unchanged until Wait(returned id).
+  // blocks. REQUIRES: `data` stays valid and unchanged until Wait(returned id)
+  // returned, or Test(returned id) returned true.
   // Errors: CommError naming rank and peer.
   virtual StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) = 0;
   // Posts a non-blocking receive of exactly `bytes` bytes into `data` from
-  // `peer`; never blocks. REQUIRES: `data` stays valid until Wait(id).
+  // `peer`; never blocks. REQUIRES: `data` stays valid until Wait(id) (or a
+  // Test(id) that returned true).
   virtual StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) = 0;
   // Blocks until the request completes. For a receive, CommError if the
   // message that arrived has a different byte count than was posted (shapes
   // are fixed by the plan; a mismatch means the ranks disagree on it).
   virtual Status Wait(RequestId id) = 0;
+  // Non-blocking completion test: true once the request has completed, after
+  // which `id` is consumed exactly as by Wait (do not Wait or Test it again;
+  // a send's buffer may then be freed or reused, a receive's buffer read).
+  // False: still in flight, `id` stays valid. Errors: those Wait would report
+  // for the request (after which, as after a failed Wait, the step is lost);
+  // Internal for an unknown id.
+  // Implementations may use the call to drive progress (MPI_Test); it never
+  // posts or reorders operations, so FIFO / rendezvous order is unchanged.
+  virtual StatusOr<bool> Test(RequestId id) = 0;
 
   // Brackets a run of consecutive posts (Isend/Irecv) that may be issued
   // together: NCCL issues them as one group (ncclGroupStart/End). The

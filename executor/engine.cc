@@ -229,6 +229,8 @@ void Engine::SetLearningRate(double lr) {
 }
 
 int Engine::LiveGraphsAfterStep() const { return impl_->backend->LiveGraphsAfterStep(); }
+int Engine::HeldMessages() const { return impl_->backend->HeldMessages(); }
+int64_t Engine::HeldMessageBytes() const { return impl_->backend->HeldMessageBytes(); }
 
 Status Engine::SaveStages(const std::string& dir) const {
   std::error_code ec;

@@ -102,6 +102,11 @@ class Engine {
   std::vector<StashReport> Stash() const;
   // Autograd graphs of the last step still alive after it (0 when sound).
   int LiveGraphsAfterStep() const;
+  // Sent message tensors this rank still holds (sends whose completion was
+  // not observed yet), and their bytes. Readable during a step from the
+  // rank's own thread (StepHooks::before_action); 0 between steps.
+  int HeldMessages() const;
+  int64_t HeldMessageBytes() const;
   // Sets the AdamW learning rate of the following steps (a schedule).
   void SetLearningRate(double lr);
   // Writes stage_<s>.pt for each stage of this rank into `dir` (created).

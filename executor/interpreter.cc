@@ -41,7 +41,9 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
            std::to_string(awaited.microbatch) + ") from rank " + std::to_string(peer);
   };
 
-  // Posted receives by (type, stage, mb) and posted sends, waited late.
+  // Posted receives by (type, stage, mb), and the posted sends whose
+  // completion was not observed yet (post order), tested after each compute
+  // and waited late.
   struct PostedRecv {
     RequestId id;
     size_t index;  // of the RECV action
@@ -54,6 +56,10 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
     Clock::time_point posted;
   };
   std::vector<PostedSend> sends;
+  const auto send_peer = [&](const PostedSend& p) {
+    const Action& sent = actions[p.index];
+    return s2r[sent.type == ActionType::kSendF ? sent.stage + 1 : sent.stage - 1];
+  };
 
   auto fail = [&](size_t index, const Status& st) {
     GridMark mark;
@@ -89,6 +95,32 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
                                    st.message());
     return st;
   };
+  // A send whose completion was observed (Test or Wait) at `t`.
+  auto send_done = [&](const PostedSend& p, Clock::time_point t) {
+    mark(static_cast<size_t>(p.index), p.posted, t);
+    const Action& sent = actions[p.index];
+    backend.SendCompleted(sent.type, sent.stage, sent.microbatch);
+  };
+  auto send_error = [&](const PostedSend& p, const Status& st) {
+    return fail(static_cast<size_t>(p.index),
+                Status(st.code(), "waiting for rank " + std::to_string(send_peer(p)) + " to receive microbatch " +
+                                      std::to_string(actions[p.index].microbatch) + ": " + st.message()));
+  };
+  // Tests every send still in flight (never blocks); keeps the others in post
+  // order. O(sends in flight).
+  auto poll_sends = [&]() -> Status {
+    size_t kept = 0;
+    for (size_t k = 0; k < sends.size(); ++k) {
+      StatusOr<bool> done = comm.Test(sends[k].id);
+      if (!done.ok()) return send_error(sends[k], done.status());
+      if (*done)
+        send_done(sends[k], Clock::now());
+      else
+        sends[kept++] = sends[k];
+    }
+    sends.resize(kept);
+    return Status::Ok();
+  };
 
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
@@ -115,6 +147,10 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         const Clock::time_point c1 = Clock::now();
         timing.busy_s += Seconds(c0, c1);
         mark(i, c0, c1);
+        if (!st.ok()) break;
+        // Outside any batch (batches are runs of SEND/RECV): every send in
+        // flight has its request id (NCCL: its completion event) by now.
+        PW_RETURN_IF_ERROR(poll_sends());
         break;
       }
       case ActionType::kSendF:
@@ -158,18 +194,15 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
   }
   for (const PostedSend& p : sends) {
     const Action& sent = actions[p.index];
-    const int peer = s2r[sent.type == ActionType::kSendF ? sent.stage + 1 : sent.stage - 1];
     if (board)
       board->Set("rank " + std::to_string(rank) + ", step " + std::to_string(step) + ", action " +
-                 std::to_string(p.index) + " '" + sent.ToString() + "' waiting for rank " + std::to_string(peer) +
-                 " to receive it (microbatch " + std::to_string(sent.microbatch) + ")");
+                 std::to_string(p.index) + " '" + sent.ToString() + "' waiting for rank " +
+                 std::to_string(send_peer(p)) + " to receive it (microbatch " + std::to_string(sent.microbatch) + ")");
     Status st = comm.Wait(p.id);
-    mark(static_cast<size_t>(p.index), p.posted, Clock::now());
-    if (!st.ok())
-      return fail(static_cast<size_t>(p.index),
-                  Status(st.code(), "waiting for rank " + std::to_string(peer) + " to receive microbatch " +
-                                        std::to_string(sent.microbatch) + ": " + st.message()));
+    if (!st.ok()) return send_error(p, st);
+    send_done(p, Clock::now());
   }
+  sends.clear();
   if (board) board->Set("rank " + std::to_string(rank) + " after step " + std::to_string(step));
   if (!recvs.empty()) {
     const auto& [type, stage, mb] = recvs.begin()->first;

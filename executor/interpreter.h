@@ -6,8 +6,14 @@
 //   RECV_*  posts a receive into a buffer the backend provides, stored under
 //           (type, stage, microbatch); the consuming compute waits on it just
 //           before it runs (F for RECV_F, I/B for RECV_B).
-//   SEND_*  posts a send of the buffer the backend produced; all sends are
-//           waited at the end of the step (post early, wait late).
+//   SEND_*  posts a send of the buffer the backend produced (post early).
+//           After each compute action the sends still in flight are tested
+//           (Communicator::Test, never blocking); one found complete is
+//           reported to the backend (SendCompleted), which may free its
+//           buffer at once instead of at the end of the step. The sends not
+//           found complete by then are waited at the end of the step, in
+//           post order (wait late). Tests neither post nor reorder anything,
+//           so the FIFO / rendezvous order of posts is unchanged.
 //   F/B/I/W run on the backend and are timed (busy seconds).
 #pragma once
 
@@ -41,8 +47,15 @@ class StageBackend {
   // W(stage, mb): the weight gradients deferred by I(stage, mb).
   virtual Status BackwardWeight(int stage, int microbatch) = 0;
   // The bytes to send for SEND_F (F's output) or SEND_B (the input gradient
-  // of I/B). Valid until EndStep.
+  // of I/B). Must stay valid and unchanged until SendCompleted(type, stage,
+  // microbatch).
   virtual StatusOr<MessageBuffer> SendBuffer(ActionType type, int stage, int microbatch) = 0;
+  // The send of SEND_F / SEND_B (type) of (stage, microbatch) has completed:
+  // its SendBuffer may be released now. Called exactly once per SEND action
+  // of the step, after its post and before EndStep: after the first compute
+  // action at which Communicator::Test reports it complete, or else when the
+  // end-of-step wait returns. Default: nothing (keep it until EndStep).
+  virtual void SendCompleted(ActionType type, int stage, int microbatch) {}
   // A fresh buffer of the exact expected size for RECV_F / RECV_B; the
   // backend reads it when the consumer runs. Valid until EndStep.
   virtual StatusOr<MessageBuffer> RecvBuffer(ActionType type, int stage, int microbatch) = 0;
@@ -52,7 +65,9 @@ class StageBackend {
 
 // Measured interval of one action of the rank's list, in seconds from the
 // start of RunRankStep. Compute: start/end of the computation. SEND: posted
-// -> its wait completed. RECV: posted -> its wait returned (data there).
+// -> its completion observed: by the Test after a compute action (so the end
+// is late by up to that compute's duration) or by the end-of-step wait.
+// RECV: posted -> its wait returned (data there).
 struct ActionSpan {
   int index = 0;          // position in the rank's action list
   double start_s = 0.0;
@@ -73,7 +88,7 @@ struct StepHooks {
 
 struct RankStepTiming {
   double busy_s = 0.0;    // sum of compute action durations on this rank
-  double end_s = 0.0;     // from the call's start to the last send completing
+  double end_s = 0.0;     // from the call's start to the last send's completion observed
   double wait_s = 0.0;    // time blocked in receive waits
   std::vector<ActionSpan> spans;  // one per action, list order (if hooks->record_spans)
 };

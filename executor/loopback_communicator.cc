@@ -76,6 +76,12 @@ Status LoopbackCommunicator::Wait(RequestId id) {
   if (!arrived)
     return Status::CommError("rank " + std::to_string(rank_) + ": receive #" + std::to_string(p.index) + " from rank " +
                              std::to_string(src) + " timed out after " + std::to_string(hub_->timeout_s_) + " s");
+  return Deliver(p);
+}
+
+Status LoopbackCommunicator::Deliver(const Pending& p) {
+  auto& ch = hub_->channels_[p.key];
+  const int src = std::get<0>(p.key);
   std::vector<char> msg = std::move(ch.messages[p.index]);
   ch.messages.erase(p.index);
   if (static_cast<int64_t>(msg.size()) != p.bytes)
@@ -84,6 +90,22 @@ Status LoopbackCommunicator::Wait(RequestId id) {
                              " bytes, expected " + std::to_string(p.bytes));
   if (p.bytes > 0) std::memcpy(p.data, msg.data(), msg.size());
   return Status::Ok();
+}
+
+StatusOr<bool> LoopbackCommunicator::Test(RequestId id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end())
+    return Status::Internal("rank " + std::to_string(rank_) + ": test of unknown request " + std::to_string(id));
+  const Pending p = it->second;
+  if (!p.is_recv) {  // eager: the bytes were copied at post time
+    pending_.erase(it);
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(hub_->mu_);
+  if (hub_->channels_[p.key].messages.count(p.index) == 0) return false;
+  pending_.erase(it);
+  PW_RETURN_IF_ERROR(Deliver(p));
+  return true;
 }
 
 StatusOr<std::vector<std::string>> LoopbackCommunicator::AllGather(const std::string& mine) {

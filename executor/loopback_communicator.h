@@ -52,6 +52,9 @@ class LoopbackCommunicator : public Communicator {
   StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) override;
   StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) override;
   Status Wait(RequestId id) override;
+  // A send is complete at once (eager copy); a receive once its message has
+  // arrived in the channel.
+  StatusOr<bool> Test(RequestId id) override;
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
   Status Barrier() override;
 
@@ -63,6 +66,9 @@ class LoopbackCommunicator : public Communicator {
     void* data = nullptr;
     int64_t bytes = 0;
   };
+  // Delivers an arrived message to receive `p` (hub lock held; the message
+  // must be in the channel). Errors: CommError on a byte-count mismatch.
+  Status Deliver(const Pending& p);
   std::shared_ptr<LoopbackHub> hub_;
   int rank_;
   RequestId next_id_ = 0;

@@ -148,9 +148,35 @@ Status MpiCommunicator::Wait(RequestId id) {
   const std::string what = std::string(p.is_recv ? "receive from" : "send to") + " rank " + std::to_string(p.peer);
   Status polled = Poll(&p.request, &status, what);
   if (!polled.ok()) return polled;
+  return Completed(&p, MPI_SUCCESS, &status, what);
+}
+
+StatusOr<bool> MpiCommunicator::Test(RequestId id) {
+  auto it = impl_->pending.find(id);
+  if (it == impl_->pending.end())
+    return Status::Internal("rank " + std::to_string(rank_) + ": test of unknown request " + std::to_string(id));
+  Impl::Pending& p = it->second;
+  MPI_Status status;
+  int done = 0;
+  const int rc = MPI_Test(&p.request, &done, &status);
+  if (rc == MPI_SUCCESS && !done) return false;
+  const Impl::Pending finished = p;
+  impl_->pending.erase(it);
+  const std::string what =
+      std::string(finished.is_recv ? "receive from" : "send to") + " rank " + std::to_string(finished.peer);
+  PW_RETURN_IF_ERROR(Completed(&finished, rc, &status, what));
+  return true;
+}
+
+Status MpiCommunicator::Completed(const void* pending, int rc, void* status_ptr, const std::string& what) const {
+  const auto& p = *static_cast<const Impl::Pending*>(pending);
+  auto* status = static_cast<MPI_Status*>(status_ptr);
+  if (rc != MPI_SUCCESS)
+    return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what + " failed: " +
+                             MpiErrorText(rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR : rc));
   if (p.is_recv) {
     int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
+    MPI_Get_count(status, MPI_BYTE, &count);
     if (count != p.bytes)
       return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what + ": got " +
                                std::to_string(count) + " bytes, expected " + std::to_string(p.bytes));

@@ -46,6 +46,9 @@ class MpiCommunicator : public Communicator {
   StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) override;
   StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) override;
   Status Wait(RequestId id) override;
+  // One MPI_Test (which also drives MPI's progress engine); the watchdog does
+  // not apply (nothing blocks).
+  StatusOr<bool> Test(RequestId id) override;
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
   Status Barrier() override;
 
@@ -62,6 +65,9 @@ class MpiCommunicator : public Communicator {
   // Polls `request` to completion with a growing sleep, honouring the
   // watchdog. `what` names the operation in errors.
   Status Poll(void* request, void* status, const std::string& what);
+  // The checks after request `pending` (an Impl::Pending) completed with
+  // MPI return code `rc` and `status`: MPI errors, a receive's byte count.
+  Status Completed(const void* pending, int rc, void* status, const std::string& what) const;
   double watchdog_s_ = 0.0;
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1;

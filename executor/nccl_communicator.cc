@@ -158,6 +158,25 @@ Status NcclCommunicator::Wait(RequestId id) {
   return s.Nccl(async, "asynchronous NCCL error");
 }
 
+StatusOr<bool> NcclCommunicator::Test(RequestId id) {
+  Impl& s = *impl_;
+  auto it = s.pending.find(id);
+  if (it == s.pending.end())
+    return Status::Internal("rank " + std::to_string(s.rank) + ": test of unknown request " + std::to_string(id) +
+                            (s.group_depth > 0 ? " (its NCCL group is still open)" : ""));
+  bool done = false;
+  PW_RETURN_IF_ERROR(s.Cuda(nccl_compat::EventDone(it->second, &done), "cudaEventQuery(comm)"));
+  ncclResult_t async = ncclSuccess;
+  PW_RETURN_IF_ERROR(s.Nccl(nccl_compat::AsyncError(s.comm, &async), "ncclCommGetAsyncError"));
+  PW_RETURN_IF_ERROR(s.Nccl(async, "asynchronous NCCL error"));
+  if (!done) return false;
+  // The operation finished on the device: work queued on any stream from now
+  // on runs after it, so the compute stream needs no event wait.
+  s.free_events.push_back(it->second);
+  s.pending.erase(it);
+  return true;
+}
+
 StatusOr<std::vector<std::string>> NcclCommunicator::AllGather(const std::string& mine) {
   return impl_->bootstrap->AllGather(mine);
 }

@@ -8,7 +8,8 @@
 // they are posted. Before each operation the comm stream waits (an event,
 // no host sync) for the work already queued on the compute stream, so a
 // send sees its producer's result; Wait() makes the compute stream wait for
-// the operation's completion event, again without blocking the host. Since
+// the operation's completion event, again without blocking the host; Test()
+// asks the event without waiting (cudaEventQuery). Since
 // the executor posts in plan order, and the schedules core only emits plans
 // that pass the rendezvous check (PLAN_FORMAT rule 6b), one stream of
 // blocking NCCL operations cannot deadlock. Only Synchronize() (at the step
@@ -49,6 +50,12 @@ class NcclCommunicator : public Communicator {
   // Orders the compute stream after the operation (no host wait), then
   // checks for asynchronous NCCL errors.
   Status Wait(RequestId id) override;
+  // cudaEventQuery on the operation's completion event (recorded at its
+  // group's end; Internal while the group is still open): true once the comm
+  // stream has finished the operation, so its device buffer may be freed or
+  // reused and a received buffer read by any stream. Never blocks the host.
+  // Then checks for asynchronous NCCL errors, as Wait.
+  StatusOr<bool> Test(RequestId id) override;
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
   Status Barrier() override;
 

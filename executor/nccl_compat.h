@@ -33,6 +33,19 @@ inline ncclResult_t CommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, 
   return ncclCommInitRank(comm, nranks, id, rank);
 }
 
+// Non-blocking event test: *done = whether `event` completed. cudaEventQuery
+// reports "not ready" as cudaErrorNotReady, which some CUDA versions also
+// leave as the thread's last error; it is cleared here and is no error.
+inline cudaError_t EventDone(cudaEvent_t event, bool* done) {
+  const cudaError_t err = cudaEventQuery(event);
+  *done = err == cudaSuccess;
+  if (err == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return cudaSuccess;
+  }
+  return err;
+}
+
 inline ncclResult_t AsyncError(ncclComm_t comm, ncclResult_t* out) {
 #if NCCL_VERSION_CODE >= 20400  // ncclCommGetAsyncError appeared in NCCL 2.4
   return ncclCommGetAsyncError(comm, out);

@@ -409,6 +409,23 @@ Status TcpCommunicator::Wait(RequestId id) {
   return Status::Ok();
 }
 
+StatusOr<bool> TcpCommunicator::Test(RequestId id) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.requests.find(id);
+  if (it == s.requests.end()) return Status::Internal(s.Me() + ": test of unknown request " + std::to_string(id));
+  const int peer = it->second.peer;
+  if (!it->second.done) {
+    if (s.peer_error[peer].empty()) return false;
+    return Status::CommError(s.Me() + ": " + (it->second.is_recv ? "receive from" : "send to") + " rank " +
+                             std::to_string(peer) + ": " + s.peer_error[peer]);
+  }
+  const std::string error = it->second.error;
+  s.requests.erase(it);
+  if (!error.empty()) return Status::CommError(error);
+  return true;
+}
+
 StatusOr<std::vector<std::string>> TcpCommunicator::AllGather(const std::string& mine) {
   Impl& s = *impl_;
   std::vector<std::string> all(s.size);

@@ -46,6 +46,10 @@ class TcpCommunicator : public Communicator {
   StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) override;
   StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) override;
   Status Wait(RequestId id) override;
+  // True once the writer thread has handed a send to the socket, or a
+  // receive's payload was read. A lost peer is reported (CommError) only
+  // while the request is still incomplete, as by Wait.
+  StatusOr<bool> Test(RequestId id) override;
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
   Status Barrier() override;
 

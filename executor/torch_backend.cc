@@ -111,10 +111,16 @@ Status TorchStageBackend::Forward(int stage, int mb) {
                                   .to(device_);  // (b, T)
       out = models::LanguageModelLoss(out, targets) *
             (static_cast<double>(rows) / static_cast<double>(shape_.batch_rows));  // ()
-      loss_sum_ += out.item<double>();
+      // Accumulated on the device in float64 (exactly what summing
+      // item<double>() on the host gave) without a host sync.
+      torch::Tensor weighted = out.detach().to(torch::kDouble, /*non_blocking=*/false, /*copy=*/true);  // ()
+      if (loss_sum_.defined())
+        loss_sum_.add_(weighted);
+      else
+        loss_sum_ = weighted;
     }
     st.output = out;
-    graphs_.push_back(out.grad_fn());
+    graphs_.push_back(models::torch_compat::MakeWeak(out.grad_fn()));
   } catch (const c10::Error& e) {
     return Status::ComputeError(Where("F", stage, mb) + ": " + e.what_without_backtrace());
   }
@@ -187,10 +193,37 @@ StatusOr<MessageBuffer> TorchStageBackend::SendBuffer(ActionType type, int stage
                             c10::str(src.sizes()) + " differs from the plan's " + c10::str(MessageShape(mb)));
   // Device buffer for NCCL; else device -> host if CUDA (MPI-staged). With
   // NCCL the comm stream waits on the compute stream before sending, and the
-  // tensor lives until EndStep, after every send was waited.
-  st.send = device_messages_ ? src.detach().contiguous() : src.detach().to(torch::kCPU).contiguous();
+  // tensor lives until SendCompleted (the comm stream is done with it) or
+  // EndStep.
+  torch::Tensor& send = forward ? st.send_forward : st.send_backward;
+  send = device_messages_ ? src.detach().contiguous() : src.detach().to(torch::kCPU).contiguous();
   if (!forward) st.input_grad = torch::Tensor();  // the send holds it now
-  return MessageBuffer{st.send.data_ptr(), static_cast<int64_t>(st.send.numel() * st.send.element_size())};
+  return MessageBuffer{send.data_ptr(), static_cast<int64_t>(send.numel() * send.element_size())};
+}
+
+void TorchStageBackend::SendCompleted(ActionType type, int stage, int mb) {
+  auto it = state_.find({stage, mb});
+  if (it == state_.end()) return;
+  (type == ActionType::kSendF ? it->second.send_forward : it->second.send_backward) = torch::Tensor();
+}
+
+int TorchStageBackend::HeldMessages() const {
+  int n = 0;
+  for (const auto& [key, st] : state_)
+    for (const torch::Tensor* t : {&st.send_forward, &st.send_backward}) n += t->defined() ? 1 : 0;
+  return n;
+}
+
+int64_t TorchStageBackend::HeldMessageBytes() const {
+  int64_t bytes = 0;
+  for (const auto& [key, st] : state_)
+    for (const torch::Tensor* t : {&st.send_forward, &st.send_backward})
+      if (t->defined()) bytes += static_cast<int64_t>(t->numel() * t->element_size());
+  return bytes;
+}
+
+double TorchStageBackend::StepLoss() const {
+  return loss_sum_.defined() ? loss_sum_.item<double>() : 0.0;
 }
 
 StatusOr<MessageBuffer> TorchStageBackend::RecvBuffer(ActionType type, int stage, int mb) {
@@ -210,7 +243,7 @@ Status TorchStageBackend::EndStep() {
                             " bytes of deferred weight gradients left at the end of the step (I without W)");
   state_.clear();
   live_graphs_after_step_ = 0;
-  for (const auto& g : graphs_) live_graphs_after_step_ += g.expired() ? 0 : 1;
+  for (const auto& g : graphs_) live_graphs_after_step_ += models::torch_compat::GraphExpired(g) ? 0 : 1;
   graphs_.clear();
   return Status::Ok();
 }

@@ -16,6 +16,7 @@
 #include "executor/interpreter.h"
 #include "executor/plan_builder.h"
 #include "models/torch/gpt.h"
+#include "models/torch/torch_compat.h"
 #include "schedules/program.h"
 
 namespace pw::exec {
@@ -55,8 +56,9 @@ class WeightGradStore : public models::DeferredGradSink {
 };
 
 // Runs this rank's stages. Tensors of a (stage, microbatch) live from its F
-// (or receive) until its I/B (activations) or W (stash), and messages until
-// EndStep; EndStep drops everything per-step.
+// (or receive) until its I/B (activations) or W (stash), and a sent message
+// until its send completed (SendCompleted; at the latest the end-of-step
+// wait); EndStep drops everything per-step.
 class TorchStageBackend : public StageBackend {
  public:
   // `stages`: this rank's stage modules by global stage index, already on
@@ -72,11 +74,18 @@ class TorchStageBackend : public StageBackend {
   // sum and the stash statistics.
   void BeginStep(const TokenBatch* batch) {
     batch_ = batch;
-    loss_sum_ = 0.0;
+    loss_sum_ = torch::Tensor();
     store_.ResetStats();
   }
-  // Sum over this step's microbatches of the weighted loss (last stage only).
-  double StepLoss() const { return loss_sum_; }
+  // Sum over this step's microbatches of the weighted loss, in nats/token
+  // (last stage only; 0 on other ranks). Call after the step: the sum is
+  // kept on the compute device during it, and this copies it to the host
+  // (a device synchronisation on CUDA).
+  double StepLoss() const;
+  // Sent messages still held (a SEND whose completion was not observed yet),
+  // and their bytes; 0 after EndStep.
+  int HeldMessages() const;
+  int64_t HeldMessageBytes() const;
   // Number of autograd graphs / activation tensors of the last step still
   // alive after EndStep (must be 0), and their bytes.
   int LiveGraphsAfterStep() const { return live_graphs_after_step_; }
@@ -85,6 +94,10 @@ class TorchStageBackend : public StageBackend {
   Status Backward(int stage, int microbatch, bool input_only) override;
   Status BackwardWeight(int stage, int microbatch) override;
   StatusOr<MessageBuffer> SendBuffer(ActionType type, int stage, int microbatch) override;
+  // Drops the sent tensor. With device messages (NCCL) the communicator only
+  // reports a send complete once the comm stream finished reading it, so the
+  // caching allocator may hand the memory to the compute stream at once.
+  void SendCompleted(ActionType type, int stage, int microbatch) override;
   StatusOr<MessageBuffer> RecvBuffer(ActionType type, int stage, int microbatch) override;
   Status EndStep() override;
 
@@ -98,7 +111,9 @@ class TorchStageBackend : public StageBackend {
     torch::Tensor recv_input;  // RECV_F buffer (b, T, C)
     torch::Tensor recv_grad;   // RECV_B buffer (b, T, C)
     torch::Tensor input_grad;  // (b, T, C) after I/B (stage > 0)
-    torch::Tensor send;        // contiguous tensor being sent (b, T, C)
+    // Contiguous tensors being sent (b, T, C), each until its send completed:
+    // SEND_F's and SEND_B's of one (stage, mb) may be in flight together.
+    torch::Tensor send_forward, send_backward;
   };
   std::vector<int64_t> MessageShape(int microbatch) const;  // {b, T, C}
   std::string Where(const char* what, int stage, int microbatch) const;
@@ -114,8 +129,10 @@ class TorchStageBackend : public StageBackend {
   WeightGradStore store_;
   const TokenBatch* batch_ = nullptr;
   std::map<std::pair<int, int>, MicrobatchState> state_;
-  std::vector<std::weak_ptr<torch::autograd::Node>> graphs_;  // every F's graph, this step
-  double loss_sum_ = 0.0;
+  std::vector<models::torch_compat::WeakGraphRef> graphs_;  // every F's graph, this step
+  // float64 () on device_: sum of the detached weighted losses of this step
+  // (undefined until the first one); no host sync inside the step.
+  torch::Tensor loss_sum_;
   int live_graphs_after_step_ = 0;
 };
 

@@ -3,6 +3,7 @@
 // refusals, the wait board. Milliseconds.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -160,6 +161,74 @@ TEST(TcpCommunicator, RingFifoAndAllGather) {
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < world; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// Polls Test(id) until it returns true or an error, for at most 20 s.
+StatusOr<bool> TestUntilDone(Communicator& c, RequestId id) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (true) {
+    StatusOr<bool> done = c.Test(id);
+    if (!done.ok() || *done) return done;
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(20)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// Test() over TCP: false while the message has not arrived (the sender posts
+// only after a barrier that follows the first test), then true with the data
+// there; a consumed id is unknown; a size mismatch is Wait's CommError; a
+// receive pending when its peer closed is the lost-connection CommError.
+TEST(TcpCommunicator, TestCompletesLikeWait) {
+  const int port = FreePort();
+  std::vector<std::string> errors(2);
+  std::thread sender([&] {
+    TcpOptions o;
+    o.master_port = port;
+    auto comm = TcpCommunicator::Create(0, 2, o);
+    if (!comm.ok()) { errors[0] = comm.status().ToString(); return; }
+    TcpCommunicator& c = **comm;
+    if (!c.Barrier().ok()) { errors[0] = "barrier"; return; }
+    int64_t x = 42, y = 7;
+    RequestId a = *c.Isend(1, Channel::kForward, &x, sizeof(x));
+    RequestId b = *c.Isend(1, Channel::kBackward, &y, sizeof(y));
+    for (RequestId id : {a, b}) {
+      StatusOr<bool> done = TestUntilDone(c, id);
+      if (!done.ok() || !*done) errors[0] = "send not completed: " + done.status().ToString();
+    }
+    if (c.Test(a).status().code() != StatusCode::kInternal) errors[0] = "consumed send id still known";
+    if (!c.Barrier().ok()) errors[0] = "barrier 2";
+    // Leaves: rank 1's third receive sees the connection close.
+  });
+  TcpOptions o;
+  o.master_port = port;
+  auto comm = TcpCommunicator::Create(1, 2, o);
+  ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+  TcpCommunicator& c = **comm;
+  int64_t x = -1, y[2] = {-1, -1}, z = -1;
+  RequestId rx = *c.Irecv(0, Channel::kForward, &x, sizeof(x));
+  RequestId ry = *c.Irecv(0, Channel::kBackward, y, sizeof(y));  // 16 bytes posted, 8 sent
+  StatusOr<bool> first = c.Test(rx);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(*first) << "rank 0 sends only after the barrier";
+  ASSERT_TRUE(c.Barrier().ok());
+  StatusOr<bool> done = TestUntilDone(c, rx);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_TRUE(*done);
+  EXPECT_EQ(x, 42);
+  EXPECT_EQ(c.Test(rx).status().code(), StatusCode::kInternal);
+  done = TestUntilDone(c, ry);
+  ASSERT_FALSE(done.ok());
+  EXPECT_NE(done.status().message().find("receive from rank 0: got 8 bytes, expected 16"), std::string::npos)
+      << done.status().ToString();
+  RequestId rz = *c.Irecv(0, Channel::kForward, &z, sizeof(z));
+  ASSERT_TRUE(c.Barrier().ok());
+  sender.join();
+  done = TestUntilDone(c, rz);
+  ASSERT_FALSE(done.ok());
+  EXPECT_EQ(done.status().code(), StatusCode::kCommError);
+  EXPECT_NE(done.status().message().find("receive from rank 0: rank 0 closed the connection"), std::string::npos)
+      << done.status().ToString();
+  EXPECT_EQ(errors[0], "");
 }
 
 // A peer that never sends: the watchdog turns the wait into CommError.
