@@ -54,8 +54,9 @@ fi > "$out/text.txt"
   echo '## Profile (mpirun -np 2 pipewright profile)'
   echo '```'
 } > "$report"
-"${mpi[@]}" "$pw" profile --model-config "$out/model.json" --micro-batch-sizes 1,2,4 --seq-lengths 64,128 \
-  --warmup 3 --repetitions 9 -o "$out/profile.json" | tee -a "$report"
+profile_args=(--model-config "$out/model.json" --micro-batch-sizes 1,2,4 --seq-lengths 64,128 --warmup 2
+              --repetitions 6 --in-flight 4)
+"${mpi[@]}" "$pw" profile "${profile_args[@]}" -o "$out/profile.json" | tee -a "$report"
 echo '```' >> "$report"
 
 plans=()
@@ -85,5 +86,16 @@ if "$pw" run --help 2>&1 | grep -q -- '--trace'; then
     --trace "$out/traces/run_1f1b.trace.json" | tail -3 | tee -a "$report"
   echo '```' >> "$report"
 fi
-echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$report"
+# Drift: profile once more after the runs; the same layers measured minutes
+# apart show how much the machine's speed moved during the benchmark.
+"${mpi[@]}" "$pw" profile "${profile_args[@]}" -o "$out/profile_after.json" > "$out/profile_after.log"
+{
+  echo
+  echo '## Drift: the profile repeated after the runs (block, b='"$b"', s=128)'
+  echo '```'
+  grep -E "^block +b=$b +s=128 " "$out/profile_after.log" | sed 's/^/after:  /'
+  grep -E "^block +b=$b +s=128 " "$report" | head -1 | sed 's/^/before: /'
+  echo '```'
+  echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >> "$report"
 echo "report: $report; traces in $out/traces (pipewright show TRACE --plan PLAN)"

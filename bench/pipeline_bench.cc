@@ -28,8 +28,9 @@
 //   overhead     per rank: last compute end - busy - receive wait (wall time
 //                the rank neither computes nor waits: interpreter, posting,
 //                timing), as % of the makespan and per action
-// Every row checks itself: the loss is finite and every step completed
-// (`wrong` column). --trace-dir writes the last step's measured trace
+// Plans run interleaved (step k of every plan, then step k+1), so load drift
+// hits all schedules alike. Every row checks itself: the loss is finite and
+// every step completed (`wrong` column). --trace-dir writes the last step's measured trace
 // (schedules/trace_format.h) per plan, for `pipewright show`.
 #include <algorithm>
 #include <cmath>
@@ -74,107 +75,140 @@ struct Row {
   int wrong = 0;
 };
 
-StatusOr<Row> RunPlan(const BenchConfig& cfg, const std::string& path, Communicator& comm) {
-  PW_ASSIGN_OR_RETURN(Plan plan, ReadPlanFile(path));
-  PW_ASSIGN_OR_RETURN(TrainingShape shape, ReadTrainingShape(plan));
-  PW_ASSIGN_OR_RETURN(TextDataset data, TextDataset::Open(cfg.data, shape.seq_length, 1));
-  EngineOptions eo;
-  eo.intra_op_threads = 1;
-  eo.lr = 1e-3;
-  PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(plan, comm, eo));
-  const int me = comm.rank(), P = plan.pp_size;
-  const Program program = PlanProgram(plan);
-  Row row;
-  row.schedule = plan.schedule;
-  row.v = plan.num_stages / P;
-  row.m = plan.num_microbatches;
-  row.sim_s = plan.predicted.makespan_s;
-  row.sim_bubble = plan.predicted.bubble_ratio;
-  for (int r = 0; r < P; ++r) {
-    int64_t stat = 0;
-    for (const PlanStage& s : plan.stages)
-      if (s.rank == r) stat += s.memory.static_bytes;
-    row.sim_peak.push_back(static_cast<double>(plan.predicted.per_rank[r].peak_memory_bytes - stat));
+// One plan's engine and its measurements. Plans run interleaved: step k of
+// every plan, then step k+1 of every plan, so a slow spell of the machine
+// (other processes, frequency changes) hits every schedule alike instead of
+// whichever one was running then.
+class PlanRun {
+ public:
+  static StatusOr<std::unique_ptr<PlanRun>> Create(const BenchConfig& cfg, const std::string& path,
+                                                   Communicator& comm) {
+    auto run = std::unique_ptr<PlanRun>(new PlanRun(cfg, comm));
+    PW_ASSIGN_OR_RETURN(run->plan_, ReadPlanFile(path));
+    PW_ASSIGN_OR_RETURN(run->shape_, ReadTrainingShape(run->plan_));
+    PW_ASSIGN_OR_RETURN(TextDataset data, TextDataset::Open(cfg.data, run->shape_.seq_length, 1));
+    run->data_ = std::make_unique<TextDataset>(std::move(data));
+    EngineOptions eo;
+    eo.intra_op_threads = 1;
+    eo.lr = 1e-3;
+    PW_ASSIGN_OR_RETURN(run->engine_, Engine::Create(run->plan_, comm, eo));
+    run->program_ = PlanProgram(run->plan_);
+    run->dur_.assign(static_cast<size_t>(run->plan_.num_stages) * 8, 0.0);
+    run->hooks_.record_spans = true;
+    return run;
   }
-  std::vector<double> makespans, bubbles, steps_opt, overheads, per_action, busies;
-  double my_peak = 0;
-  StepHooks hooks;
-  hooks.record_spans = true;
-  // Sum and count of measured durations per (stage, type F/I/W/B).
-  const int S = plan.num_stages;
-  std::vector<double> dur(static_cast<size_t>(S) * 8, 0.0);
-  auto slot = [](ActionType t) { return t == ActionType::kF ? 0 : t == ActionType::kI ? 1 : t == ActionType::kW ? 2 : 3; };
-  std::vector<ActionSpan> last_spans;
-  for (int step = 0; step < cfg.warmup_steps + cfg.steps; ++step) {
-    TokenBatch batch = data.Batch(step, shape.batch_rows);
+
+  // Runs step `step` (the first cfg.warmup_steps are not recorded).
+  Status Step(int step) {
+    TokenBatch batch = data_->Batch(step, shape_.batch_rows);
     const int64_t start = TrackedCpuBytes();
     ResetTrackedCpuPeak();
-    PW_ASSIGN_OR_RETURN(StepReport r, engine->Step(batch, true, &hooks));
+    PW_ASSIGN_OR_RETURN(StepReport r, engine_->Step(batch, true, &hooks_));
     const int64_t peak = TrackedCpuPeakBytes() - start;
-    if (!std::isfinite(r.loss)) row.wrong = 1;
-    if (step < cfg.warmup_steps) continue;
-    makespans.push_back(r.makespan_s);
-    busies.push_back(r.busy_s);
-    bubbles.push_back(r.bubble_ratio);
-    steps_opt.push_back(r.step_s);
-    my_peak = std::max(my_peak, static_cast<double>(peak));
+    if (!std::isfinite(r.loss)) wrong_ = 1;
+    if (step < cfg_.warmup_steps) return Status::Ok();
+    makespans_.push_back(r.makespan_s);
+    busies_.push_back(r.busy_s);
+    bubbles_.push_back(r.bubble_ratio);
+    steps_opt_.push_back(r.step_s);
+    my_peak_ = std::max(my_peak_, static_cast<double>(peak));
     // Overhead of this rank: within [0, last compute end], the time that is
     // neither compute nor a blocked receive.
     double busy = 0, last_end = 0;
-    const auto& acts = program.ranks[me];
+    const auto& acts = program_.ranks[comm_.rank()];
     for (size_t k = 0; k < r.spans.size() && k < acts.size(); ++k) {
       if (!IsCompute(acts[k].type)) continue;
       busy += r.spans[k].end_s - r.spans[k].start_s;
-      const size_t at = static_cast<size_t>(acts[k].stage) * 8 + 2 * slot(acts[k].type);
-      dur[at] += r.spans[k].end_s - r.spans[k].start_s;
-      dur[at + 1] += 1;
+      const size_t at = static_cast<size_t>(acts[k].stage) * 8 + 2 * Slot(acts[k].type);
+      dur_[at] += r.spans[k].end_s - r.spans[k].start_s;
+      dur_[at + 1] += 1;
       last_end = std::max(last_end, r.spans[k].end_s);
     }
     const double over = std::max(0.0, last_end - busy - r.wait_s);
-    overheads.push_back(over / r.makespan_s);
-    per_action.push_back(over / static_cast<double>(acts.size()));
-    last_spans = r.spans;
+    overheads_.push_back(over / r.makespan_s);
+    per_action_.push_back(over / static_cast<double>(acts.size()));
+    last_spans_ = r.spans;
+    return Status::Ok();
   }
-  if (!cfg.trace_dir.empty())
-    PW_RETURN_IF_ERROR(WriteMeasuredTrace(plan, last_spans, comm,
-                                          cfg.trace_dir + "/" + plan.schedule + ".trace.json",
-                                          "pipeline_bench " + plan.schedule + " (measured, last step)"));
-  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(comm, {my_peak, Median(overheads), Median(per_action),
-                                                        static_cast<double>(row.wrong)}));
-  // Replay: every rank's measured durations into the plan's costs.
-  PW_ASSIGN_OR_RETURN(auto all_dur, AllGatherDoubles(comm, dur));
-  StageCosts replay = PlanCosts(plan);
-  for (int st = 0; st < S; ++st) {
-    double mean[4] = {-1, -1, -1, -1};
-    for (int t = 0; t < 4; ++t) {
-      double sum = 0, n = 0;
-      for (const auto& v : all_dur) {
-        sum += v[static_cast<size_t>(st) * 8 + 2 * t];
-        n += v[static_cast<size_t>(st) * 8 + 2 * t + 1];
-      }
-      if (n > 0) mean[t] = sum / n;
+
+  // Collective: gathers every rank's figures into the plan's row.
+  StatusOr<Row> Finish() {
+    const int P = plan_.pp_size, S = plan_.num_stages;
+    Row row;
+    row.schedule = plan_.schedule;
+    row.v = S / P;
+    row.m = plan_.num_microbatches;
+    row.sim_s = plan_.predicted.makespan_s;
+    row.sim_bubble = plan_.predicted.bubble_ratio;
+    row.wrong = wrong_;
+    for (int r = 0; r < P; ++r) {
+      int64_t stat = 0;
+      for (const PlanStage& s : plan_.stages)
+        if (s.rank == r) stat += s.memory.static_bytes;
+      row.sim_peak.push_back(static_cast<double>(plan_.predicted.per_rank[r].peak_memory_bytes - stat));
     }
-    if (mean[0] >= 0) replay.stages[st].f = mean[0];
-    if (mean[1] >= 0) replay.stages[st].i = mean[1];
-    if (mean[2] >= 0) replay.stages[st].w = mean[2];
-    if (mean[3] >= 0) replay.stages[st].b = mean[3];
+    if (!cfg_.trace_dir.empty())
+      PW_RETURN_IF_ERROR(WriteMeasuredTrace(plan_, last_spans_, comm_,
+                                            cfg_.trace_dir + "/" + plan_.schedule + ".trace.json",
+                                            "pipeline_bench " + plan_.schedule + " (measured, last step)"));
+    PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(comm_, {my_peak_, Median(overheads_), Median(per_action_),
+                                                           static_cast<double>(row.wrong)}));
+    // Replay: every rank's measured durations into the plan's costs.
+    PW_ASSIGN_OR_RETURN(auto all_dur, AllGatherDoubles(comm_, dur_));
+    StageCosts replay = PlanCosts(plan_);
+    for (int st = 0; st < S; ++st) {
+      double mean[4] = {-1, -1, -1, -1};
+      for (int t = 0; t < 4; ++t) {
+        double sum = 0, n = 0;
+        for (const auto& v : all_dur) {
+          sum += v[static_cast<size_t>(st) * 8 + 2 * t];
+          n += v[static_cast<size_t>(st) * 8 + 2 * t + 1];
+        }
+        if (n > 0) mean[t] = sum / n;
+      }
+      if (mean[0] >= 0) replay.stages[st].f = mean[0];
+      if (mean[1] >= 0) replay.stages[st].i = mean[1];
+      if (mean[2] >= 0) replay.stages[st].w = mean[2];
+      if (mean[3] >= 0) replay.stages[st].b = mean[3];
+    }
+    PW_ASSIGN_OR_RETURN(SimResult rs, Simulate(program_, replay));
+    row.replay_s = rs.makespan_s;
+    row.meas_s = Median(makespans_);
+    double predicted_busy = 0;
+    for (const auto& pr : plan_.predicted.per_rank) predicted_busy += pr.busy_s;
+    row.busy_ratio = predicted_busy > 0 ? Median(busies_) / predicted_busy : 0.0;
+    row.meas_bubble = Median(bubbles_);
+    row.step_with_opt_s = Median(steps_opt_);
+    for (const auto& v : all) {
+      row.meas_peak.push_back(v[0]);
+      row.overhead_pct.push_back(100 * v[1]);
+      row.overhead_per_action_us.push_back(1e6 * v[2]);
+      row.wrong = std::max(row.wrong, static_cast<int>(v[3]));
+    }
+    return row;
   }
-  PW_ASSIGN_OR_RETURN(SimResult rs, Simulate(program, replay));
-  row.replay_s = rs.makespan_s;
-  row.meas_s = Median(makespans);
-  double predicted_busy = 0;
-  for (const auto& pr : plan.predicted.per_rank) predicted_busy += pr.busy_s;
-  row.busy_ratio = predicted_busy > 0 ? Median(busies) / predicted_busy : 0.0;
-  row.meas_bubble = Median(bubbles);
-  row.step_with_opt_s = Median(steps_opt);
-  for (const auto& v : all) {
-    row.meas_peak.push_back(v[0]);
-    row.overhead_pct.push_back(100 * v[1]);
-    row.overhead_per_action_us.push_back(1e6 * v[2]);
-    row.wrong = std::max(row.wrong, static_cast<int>(v[3]));
+
+ private:
+  PlanRun(const BenchConfig& cfg, Communicator& comm) : cfg_(cfg), comm_(comm) {}
+  static int Slot(ActionType t) {
+    return t == ActionType::kF ? 0 : t == ActionType::kI ? 1 : t == ActionType::kW ? 2 : 3;
   }
-  return row;
-}
+
+  const BenchConfig& cfg_;
+  Communicator& comm_;
+  Plan plan_;
+  TrainingShape shape_;
+  std::unique_ptr<TextDataset> data_;
+  std::unique_ptr<Engine> engine_;  // after plan_: the engine may refer to it
+  Program program_;
+  StepHooks hooks_;
+  // Sum and count of measured durations per (stage, type F/I/W/B).
+  std::vector<double> dur_;
+  std::vector<double> makespans_, bubbles_, steps_opt_, overheads_, per_action_, busies_;
+  std::vector<ActionSpan> last_spans_;
+  double my_peak_ = 0;
+  int wrong_ = 0;
+};
 
 std::string PerRank(const std::vector<double>& v, const char* fmt) {
   std::string out;
@@ -217,7 +251,7 @@ int Main(int argc, char** argv) {
       const char* omp = std::getenv("OMP_NUM_THREADS");
       const char* blas = std::getenv("OPENBLAS_NUM_THREADS");
       std::printf("setup: %d ranks (mpirun), 1 LibTorch intra-op thread per rank, OMP_NUM_THREADS=%s, "
-                  "OPENBLAS_NUM_THREADS=%s, CPU float32, %d warm-up + %d timed steps per plan (medians)\n",
+                  "OPENBLAS_NUM_THREADS=%s, CPU float32, %d warm-up + %d timed steps per plan, plans interleaved step by step (medians)\n",
                   (*comm)->size(), omp ? omp : "unset", blas ? blas : "unset", cfg.warmup_steps, cfg.steps);
       std::printf("| schedule | v | m | step meas. (ms) | step sim. (ms) | sim/meas | replay sim. (ms) | replay/meas | busy m/p | "
                   "bubble meas. | bubble sim. | "
@@ -226,14 +260,25 @@ int Main(int argc, char** argv) {
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       std::fflush(stdout);
     }
+    auto fail = [&](const std::string& what, const Status& st) {
+      std::fprintf(stderr, "pipeline_bench: rank %d: %s: %s\n", (*comm)->rank(), what.c_str(), st.ToString().c_str());
+      MpiEnvironment::AbortJob(1);
+      return 1;
+    };
+    std::vector<std::unique_ptr<PlanRun>> runs;
     for (const std::string& path : cfg.plans) {
-      auto row = RunPlan(cfg, path, **comm);
-      if (!row.ok()) {
-        std::fprintf(stderr, "pipeline_bench: rank %d: %s: %s\n", (*comm)->rank(), path.c_str(),
-                     row.status().ToString().c_str());
-        MpiEnvironment::AbortJob(1);
-        return 1;
+      auto run = PlanRun::Create(cfg, path, **comm);
+      if (!run.ok()) return fail(path, run.status());
+      runs.push_back(std::move(*run));
+    }
+    for (int step = 0; step < cfg.warmup_steps + cfg.steps; ++step)
+      for (size_t k = 0; k < runs.size(); ++k) {
+        Status st = runs[k]->Step(step);
+        if (!st.ok()) return fail(cfg.plans[k], st);
       }
+    for (size_t k = 0; k < runs.size(); ++k) {
+      auto row = runs[k]->Finish();
+      if (!row.ok()) return fail(cfg.plans[k], row.status());
       if (printer) {
         std::vector<double> mib_meas, mib_sim, ratio;
         for (size_t r = 0; r < row->meas_peak.size(); ++r) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -155,66 +156,96 @@ struct LayerRun {
   }
 };
 
-Status MeasureShape(LayerRun& run, int64_t b, int64_t T, const LayerProfileOptions& o, ProfileSample* out) {
-  const bool head = run.layer == run.config.NumLayers() - 1;
-  std::vector<double> tf, ti, tw, tb;
-  std::vector<int64_t> act, stash;
+// Timed samples of one (kind, b, s), accumulated over rounds.
+struct ShapeSamples {
+  std::vector<double> f, i, w, b;           // seconds, one per microbatch
+  std::vector<int64_t> activation, wstash;  // bytes, one per microbatch
   int64_t output_bytes = 0;
+};
+
+// One round of `in_flight` microbatches through one layer, in the pattern a
+// pipeline rank runs them: split backward F x k, then I x k (each I
+// deferring its weight GEMMs), then W x k; then F x k again and the full
+// backward B x k. Several microbatches' activations and stashes are alive at
+// once, as in a pipeline step, so allocator and cache state resemble the
+// executor's (one microbatch at a time, with its memory returned to the
+// system between runs, made I 10-40 % slower than inside a step).
+// Bytes (counting allocator): activation = held from before F to after F
+// (including the output); wstash = activation + (bytes after I - bytes
+// before I) - the input gradient, which leaves with SEND_B.
+Status MeasureRound(LayerRun& run, int64_t b, int64_t T, int in_flight, bool timed, ShapeSamples* acc) {
+  const bool head = run.layer == run.config.NumLayers() - 1;
   const torch::Tensor targets =
       torch::randint(run.config.vocab_size, {b, T}, torch::TensorOptions().dtype(torch::kLong));  // (b, T)
-  for (int k = 0; k < o.warmup + o.repetitions; ++k) {
-    const bool timed = k >= o.warmup;
-    // --- F, I, W (split backward), bytes held between them.
-    {
-      torch::Tensor x = run.Input(b, T);
-      const int64_t base = TrackedCpuBytes();
-      auto t0 = Clock::now();
-      torch::Tensor out = run.Forward(x, targets);
-      const double f = Since(t0);
-      const int64_t held_f = TrackedCpuBytes() - base;  // activations + output, kept until I
-      output_bytes = head ? 4 : static_cast<int64_t>(out.numel()) * out.element_size();
-      // The output gradient arrives from the next stage (a receive buffer).
-      torch::Tensor dy = head ? torch::Tensor() : torch::randn(out.sizes(), run.opts);  // (b, T, C)
-      t0 = Clock::now();
-      run.Backward(out, dy, /*input_only=*/true, k);
-      const double i = Since(t0);
-      out = torch::Tensor();
-      dy = torch::Tensor();
-      int64_t sent = 0;  // the input gradient leaves with SEND_B
-      if (run.layer > 0 && x.grad().defined()) sent = static_cast<int64_t>(x.grad().numel()) * x.grad().element_size();
-      const int64_t held_i = TrackedCpuBytes() - base - sent;
-      t0 = Clock::now();
-      PW_RETURN_IF_ERROR(run.store.Flush(0, k));
-      const double w = Since(t0);
-      if (timed) {
-        tf.push_back(f);
-        ti.push_back(i);
-        tw.push_back(w);
-        act.push_back(held_f);
-        stash.push_back(held_i);
-      }
-    }
-    // --- B (full backward, weight gradients computed inline).
-    {
-      torch::Tensor x = run.Input(b, T);
-      torch::Tensor out = run.Forward(x, targets);
-      torch::Tensor dy = head ? torch::Tensor() : torch::randn(out.sizes(), run.opts);
-      auto t0 = Clock::now();
-      run.Backward(out, dy, /*input_only=*/false, k);
-      if (timed) tb.push_back(Since(t0));
+  std::vector<torch::Tensor> xs(in_flight), outs(in_flight);
+  std::vector<int64_t> held_f(in_flight);
+  // --- F, I, W (split backward).
+  for (int j = 0; j < in_flight; ++j) {
+    xs[j] = run.Input(b, T);
+    const int64_t base = TrackedCpuBytes();
+    const auto t0 = Clock::now();
+    outs[j] = run.Forward(xs[j], targets);
+    const double f = Since(t0);
+    held_f[j] = TrackedCpuBytes() - base;
+    acc->output_bytes = head ? 4 : static_cast<int64_t>(outs[j].numel()) * outs[j].element_size();
+    if (timed) {
+      acc->f.push_back(f);
+      acc->activation.push_back(held_f[j]);
     }
   }
-  out->kind = KindOf(run.config, run.layer);
-  out->micro_batch_size = b;
-  out->seq_length = T;
-  out->f = Median(tf);
-  out->i = Median(ti);
-  out->w = Median(tw);
-  out->b = Median(tb);
-  out->activation_bytes = Median(act);
-  out->wstash_bytes = Median(stash);
-  out->output_bytes = output_bytes;
+  for (int j = 0; j < in_flight; ++j) {
+    const int64_t before = TrackedCpuBytes();
+    // The output gradient arrives from the next stage (a receive buffer).
+    torch::Tensor dy = head ? torch::Tensor() : torch::randn(outs[j].sizes(), run.opts);  // (b, T, C)
+    const auto t0 = Clock::now();
+    run.Backward(outs[j], dy, /*input_only=*/true, j);
+    const double i = Since(t0);
+    outs[j] = torch::Tensor();
+    dy = torch::Tensor();
+    int64_t sent = 0;
+    if (run.layer > 0 && xs[j].grad().defined())
+      sent = static_cast<int64_t>(xs[j].grad().numel()) * xs[j].grad().element_size();
+    const int64_t stash = held_f[j] + (TrackedCpuBytes() - before) - sent;
+    xs[j] = torch::Tensor();  // the input gradient is sent away
+    if (timed) {
+      acc->i.push_back(i);
+      acc->wstash.push_back(stash);
+    }
+  }
+  for (int j = 0; j < in_flight; ++j) {
+    const auto t0 = Clock::now();
+    PW_RETURN_IF_ERROR(run.store.Flush(0, j));
+    if (timed) acc->w.push_back(Since(t0));
+  }
+  // --- B (full backward, weight gradients computed inline).
+  for (int j = 0; j < in_flight; ++j) {
+    xs[j] = run.Input(b, T);
+    outs[j] = run.Forward(xs[j], targets);
+  }
+  for (int j = 0; j < in_flight; ++j) {
+    torch::Tensor dy = head ? torch::Tensor() : torch::randn(outs[j].sizes(), run.opts);
+    const auto t0 = Clock::now();
+    run.Backward(outs[j], dy, /*input_only=*/false, j);
+    if (timed) acc->b.push_back(Since(t0));
+    outs[j] = torch::Tensor();
+    xs[j] = torch::Tensor();
+  }
   return Status::Ok();
+}
+
+ProfileSample Summarise(const char* kind, int64_t b, int64_t T, const ShapeSamples& acc) {
+  ProfileSample out;
+  out.kind = kind;
+  out.micro_batch_size = b;
+  out.seq_length = T;
+  out.f = Median(acc.f);
+  out.i = Median(acc.i);
+  out.w = Median(acc.w);
+  out.b = Median(acc.b);
+  out.activation_bytes = Median(acc.activation);
+  out.wstash_bytes = Median(acc.wstash);
+  out.output_bytes = acc.output_bytes;
+  return out;
 }
 
 // Params + grads + AdamW state of one layer: bytes held after one full
@@ -255,6 +286,8 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
   if (o.warmup < 0) return Status::InvalidArgument("--warmup must be >= 0, got " + std::to_string(o.warmup));
   if (o.repetitions < 1)
     return Status::InvalidArgument("--repetitions must be >= 1, got " + std::to_string(o.repetitions));
+  if (o.in_flight < 1)
+    return Status::InvalidArgument("--in-flight must be >= 1, got " + std::to_string(o.in_flight));
   InstallPeakTrackingCpuAllocator();
   if (o.threads > 0) torch::set_num_threads(o.threads);
   torch::manual_seed(o.seed);
@@ -262,35 +295,51 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
   LayerMeasurements m;
   m.element_bytes = o.double_precision ? 8 : 4;
   // One representative layer per kind: embedding (0), block (1), head (N+1).
+  // Rounds go round-robin over every (kind, shape), so a slow spell of the
+  // machine (another process, frequency changes) spreads over all shapes
+  // instead of biasing the ones measured during it.
   const int last = config.NumLayers() - 1;
-  for (int layer : {0, 1, last}) {
-    const char* kind = KindOf(config, layer);
-    try {
+  std::vector<std::unique_ptr<LayerRun>> runs;
+  struct Shape {
+    LayerRun* run;
+    int b, s;
+    ShapeSamples acc;
+  };
+  std::vector<Shape> shapes;
+  try {
+    for (int layer : {0, 1, last}) {
+      const char* kind = KindOf(config, layer);
       m.static_bytes[kind] = MeasureStaticBytes(config, layer, dtype, o.seed);
-      LayerRun run;
-      run.config = config;
-      run.layer = layer;
-      run.dtype = dtype;
-      run.opts = torch::TensorOptions().dtype(dtype);
-      run.module = models::MakeGptLayer(config, layer, o.seed, dtype);
-      run.module->SetSink(&run.store);
+      auto run = std::make_unique<LayerRun>();
+      run->config = config;
+      run->layer = layer;
+      run->dtype = dtype;
+      run->opts = torch::TensorOptions().dtype(dtype);
+      run->module = models::MakeGptLayer(config, layer, o.seed, dtype);
+      run->module->SetSink(&run->store);
       for (int s : o.seq_lengths)
-        for (int b : o.micro_batch_sizes) {
-          ProfileSample sample;
-          Status st = MeasureShape(run, b, s, o, &sample);
-          if (!st.ok()) return st.WithContext(std::string(kind) + " b=" + std::to_string(b) + " s=" + std::to_string(s));
-          if (log)
-            std::fprintf(log,
-                         "%-9s b=%-3d s=%-5d F %9.3f ms  I %9.3f ms  W %9.3f ms  B %9.3f ms  act %10lld B  "
-                         "wstash %10lld B\n",
-                         kind, b, s, 1e3 * sample.f, 1e3 * sample.i, 1e3 * sample.w, 1e3 * sample.b,
-                         static_cast<long long>(sample.activation_bytes),
-                         static_cast<long long>(sample.wstash_bytes));
-          m.samples.push_back(sample);
-        }
-    } catch (const c10::Error& e) {
-      return Status::ComputeError(std::string("profiling ") + kind + ": " + e.what_without_backtrace());
+        for (int b : o.micro_batch_sizes) shapes.push_back(Shape{run.get(), b, s, {}});
+      runs.push_back(std::move(run));
     }
+    for (int round = 0; round < o.warmup + o.repetitions; ++round)
+      for (Shape& sh : shapes) {
+        Status st = MeasureRound(*sh.run, sh.b, sh.s, o.in_flight, round >= o.warmup, &sh.acc);
+        if (!st.ok())
+          return st.WithContext(std::string(KindOf(config, sh.run->layer)) + " b=" + std::to_string(sh.b) +
+                                " s=" + std::to_string(sh.s));
+      }
+  } catch (const c10::Error& e) {
+    return Status::ComputeError(std::string("profiling: ") + e.what_without_backtrace());
+  }
+  for (const Shape& sh : shapes) {
+    ProfileSample sample = Summarise(KindOf(config, sh.run->layer), sh.b, sh.s, sh.acc);
+    if (log)
+      std::fprintf(log,
+                   "%-9s b=%-3d s=%-5d F %9.3f ms  I %9.3f ms  W %9.3f ms  B %9.3f ms  act %10lld B  "
+                   "wstash %10lld B\n",
+                   sample.kind.c_str(), sh.b, sh.s, 1e3 * sample.f, 1e3 * sample.i, 1e3 * sample.w, 1e3 * sample.b,
+                   static_cast<long long>(sample.activation_bytes), static_cast<long long>(sample.wstash_bytes));
+    m.samples.push_back(sample);
   }
   return m;
 }

@@ -29,8 +29,9 @@ struct LayerProfileOptions {
   nlohmann::json model;                      // GPT config object (gpt_config.h keys)
   std::vector<int> micro_batch_sizes{1, 2, 4};
   std::vector<int> seq_lengths{32, 64};      // each <= n_positions
-  int warmup = 2;                            // untimed runs per shape and pass
-  int repetitions = 7;                       // timed runs; the median is kept
+  int warmup = 2;                            // untimed rounds per shape
+  int repetitions = 7;                       // timed rounds; the median over all their microbatches is kept
+  int in_flight = 4;                         // microbatches per round, alive at once (as in a pipeline step)
   int threads = 1;                           // LibTorch intra-op threads (the executor uses 1 per rank)
   bool double_precision = false;             // float64 instead of float32
   uint64_t seed = 1234;
@@ -43,14 +44,18 @@ struct LayerMeasurements {
 };
 
 // Measures every kind at every (b, s) of `options`; prints one line per
-// sample to `log` (may be null). Times are medians of `repetitions` runs of
-// one microbatch through one layer; B is the full (unsplit) backward, I the
+// sample to `log` (may be null). Each round runs `in_flight` microbatches
+// through one layer as a pipeline rank does (F x k, I x k, W x k; then
+// F x k, B x k), rounds go round-robin over all (kind, shape) pairs, and
+// times are medians over the microbatches of `repetitions` timed rounds;
+// B is the full (unsplit) backward, I the
 // input-gradient backward with the weight GEMMs deferred exactly as the
 // executor does, W the deferred weight gradients. Bytes (counting allocator):
 // activation = held after F (incl. the output) until I; wstash = held after I
 // until W, excluding the input gradient that is sent away.
 // Errors: InvalidArgument naming the option (empty shape lists, a sequence
-// length above n_positions, warm-up < 0, repetitions < 1, bad model config);
+// length above n_positions, warm-up < 0, repetitions < 1, in_flight < 1, bad model
+// config);
 // ComputeError from LibTorch with the kind and shape.
 StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& options, std::FILE* log);
 

@@ -30,6 +30,7 @@ struct ProfileCommandOptions {
   std::vector<int> seq_lengths{32, 64};
   int warmup = 2;
   int repetitions = 7;
+  int in_flight = 4;
   int threads = 1;
   std::string dtype = "float32";
   uint64_t seed = 1234;
@@ -70,6 +71,7 @@ Status RunProfile(const ProfileCommandOptions& c) {
     lo.seq_lengths = c.seq_lengths;
     lo.warmup = c.warmup;
     lo.repetitions = c.repetitions;
+    lo.in_flight = c.in_flight;
     lo.threads = c.threads;
     lo.double_precision = c.dtype == "float64";
     lo.seed = c.seed;
@@ -90,6 +92,7 @@ Status RunProfile(const ProfileCommandOptions& c) {
                        {"dtype", c.dtype},
                        {"warmup", c.warmup},
                        {"repetitions", c.repetitions},
+                       {"in_flight", c.in_flight},
                        {"ranks", env.world_size},
                        {"statistic", "median"}};
       PW_RETURN_IF_ERROR(FitProfile(profile, m.static_bytes));
@@ -124,8 +127,12 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--seq-lengths", o->seq_lengths, "sequence lengths to measure")->delimiter(',')->capture_default_str();
-  cmd->add_option("--warmup", o->warmup, "untimed runs per shape")->capture_default_str();
-  cmd->add_option("--repetitions", o->repetitions, "timed runs per shape (median kept)")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "untimed rounds per shape")->capture_default_str();
+  cmd->add_option("--repetitions", o->repetitions, "timed rounds per shape (median over their microbatches kept)")
+      ->capture_default_str();
+  cmd->add_option("--in-flight", o->in_flight,
+                  "microbatches per round, alive at once as in a pipeline step (F x k, I x k, W x k, F x k, B x k)")
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "LibTorch intra-op threads (the executor uses 1)")->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--seed", o->seed, "seed of weights and inputs")->capture_default_str();
