@@ -48,6 +48,12 @@ say "build ($jobs jobs)"
 cmake_args=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$torch_prefix" -DPW_WITH_NCCL=AUTO -DPW_BUILD_BENCH=OFF)
 command -v ninja > /dev/null && cmake_args+=(-G Ninja)
 [[ -d /usr/local/cuda ]] && cmake_args+=(-DCUDAToolkit_ROOT=/usr/local/cuda -DCUDA_TOOLKIT_ROOT_DIR=/usr/local/cuda)
+# Name the GPU architecture: without it Caffe2's CMake compiles a probe with
+# CMAKE_CUDA_STANDARD=CMAKE_CXX_STANDARD, and CMake 3.25 + nvcc refuse CUDA20
+# ("requires the language dialect CUDA20"): found building against the
+# torch 2.15 / CUDA 13 wheel on a GPU-less machine.
+cuda_arch=${TORCH_CUDA_ARCH_LIST:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2> /dev/null | head -1)}
+cmake_args+=("-DTORCH_CUDA_ARCH_LIST=${cuda_arch:-9.0}")
 if [[ $torch_abi == 0 ]]; then
   # Old wheels: everything must use the pre-C++11 ABI; system GTest would not link.
   cmake_args+=("-DCMAKE_CXX_FLAGS=-D_GLIBCXX_USE_CXX11_ABI=0" -DPW_BUILD_TESTS=OFF)
