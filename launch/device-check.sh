@@ -61,7 +61,7 @@ if [[ $torch_abi == 0 ]]; then
 fi
 major=${torch_version%%.*} rest=${torch_version#*.} minor=${rest%%.*}
 if (( major > 2 || (major == 2 && minor >= 10) )); then cmake_args+=(-DCMAKE_CXX_STANDARD=20); fi
-cmake -S "$repo" -B "$build" "${cmake_args[@]}" > "$work/cmake.log" 2>&1 \
+cmake -U 'PW_NCCL_*' -S "$repo" -B "$build" "${cmake_args[@]}" > "$work/cmake.log" 2>&1 \
   || { tail -30 "$work/cmake.log"; echo "FAIL: cmake (log above)"; exit 1; }
 grep -E "NCCL communicator|Torch|CUDA" "$work/cmake.log" | head -5
 targets=(pipewright pw_make_plan)

@@ -39,7 +39,7 @@ command -v ninja > /dev/null && cmake_args+=(-G Ninja)
 command -v ccache > /dev/null && cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 [[ -d /usr/local/cuda ]] && cmake_args+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
 echo "== configure $build"
-cmake -S "$repo" -B "$build" "${cmake_args[@]}" > "$build.cmake.log" 2>&1 \
+cmake -U 'PW_NCCL_*' -S "$repo" -B "$build" "${cmake_args[@]}" > "$build.cmake.log" 2>&1 \
   || { tail -30 "$build.cmake.log"; echo "FAIL: cmake (log: $build.cmake.log)"; exit 1; }
 grep -E "NCCL communicator|CUDA NVCC flags" "$build.cmake.log" || true
 echo "== build ($jobs jobs)"
