@@ -34,6 +34,22 @@ StatusOr<Program> GenerateVMin(const ScheduleRequest& req);            // v_min.
 StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
                                    double memory_limit, const std::string& name);
 
+// Switches of ZeroBubbleRounds (zb_rounds.cc; the paper's heuristic flags).
+struct ZeroBubbleRoundFlags {
+  bool f_overrun = false;  // warm-up: an F may still run when I0 arrives
+  bool i_first = false;    // steady state: a ready I goes before the round's F
+  bool skip_f = false;     // the paper's prioritize_b
+  bool greedy_w = true;    // the paper's no_bubble_greedy (rule c)
+};
+
+// The ZB paper's per-microbatch round construction (ZB §3.1, ALGORITHMS.md §2
+// "Heuristic"; zb_rounds.cc) for one stage per rank in loop placement: warm-up
+// counted from I0's arrival, then per round one F and one I per stage, W's
+// only when memory needs them or they fill a gap, the rest at the tail.
+// Returns a compute-only program; Infeasible if it cannot stay within
+// `memory_limit` (activation bytes per rank, costs.memory units).
+StatusOr<Program> ZeroBubbleRounds(const ScheduleRequest& req, double memory_limit, ZeroBubbleRoundFlags flags);
+
 // Controllable-memory building block (arXiv 2405.15362 §3; v_half.cc): for
 // (P, rank i) the unit-slot offsets of microbatch 0's [F chunk 0, F chunk 1,
 // I chunk 1, I chunk 0] on rank i (V placement).
