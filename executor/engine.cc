@@ -10,6 +10,7 @@
 #include <random>
 
 #include "executor/interpreter.h"
+#include "executor/launch_env.h"
 #include "executor/preflight.h"
 #include "executor/profile.h"
 #include "executor/torch_backend.h"
@@ -101,13 +102,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
                                       : ": unknown device (cpu or cuda)") +
             "; the CUDA stage path runs on GPU machines through launch/device-check.sh");
   }
-  // CUDA: device local_rank % device_count (NCCL refuses two ranks on one GPU;
-  // the MPI-staged path here allows it).
-  const torch::Device device = options.device == "cuda"
-                                   ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(
-                                                                     options.local_rank % std::max<size_t>(
-                                                                                              1, torch::cuda::device_count())))
-                                   : torch::Device(torch::kCPU);
+  // CUDA: the same device as the NCCL communicator's (DeviceForRank; NCCL
+  // refuses two ranks on one GPU, the MPI-staged path here allows it).
+  const torch::Device device =
+      options.device == "cuda"
+          ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(DeviceForRank(
+                                            options.local_rank, static_cast<int>(torch::cuda::device_count()))))
+          : torch::Device(torch::kCPU);
   std::map<int, models::GptStage> stages;
   try {
     for (const PlanStage& s : plan.stages) {
@@ -237,13 +238,18 @@ Status Engine::SaveStages(const std::string& dir) const {
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::InvalidArgument("cannot create checkpoint directory " + dir + ": " + ec.message());
   for (auto& [stage, module] : impl_->backend->stages()) {
-    const std::string path = dir + "/stage_" + std::to_string(stage) + ".pt";
+    // Temp file + rename: a failed save leaves no half-written stage file.
+    const std::string path = dir + "/stage_" + std::to_string(stage) + ".pt", tmp = path + ".tmp";
     try {
-      torch::save(module, path);
+      torch::save(module, tmp);
     } catch (const c10::Error& e) {
-      return Status::ComputeError("rank " + std::to_string(rank()) + ": saving " + path + ": " +
+      return Status::ComputeError("rank " + std::to_string(rank()) + ": saving " + tmp + ": " +
                                   e.what_without_backtrace());
     }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec)
+      return Status::ComputeError("rank " + std::to_string(rank()) + ": renaming " + tmp + " to " + path + ": " +
+                                  ec.message());
   }
   return Status::Ok();
 }
@@ -364,7 +370,7 @@ StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const
       const std::string path = dir + "/stage_" + std::to_string(s.index) + ".pt";
       if (!std::filesystem::exists(path)) return Status::NotFound("checkpoint file " + path + " is missing");
       models::GptStage module(cfg, s.layer_begin, s.layer_end, 0, torch::kFloat);
-      torch::load(module, path);
+      torch::load(module, path, torch::Device(torch::kCPU));  // stages saved from a CUDA run load on the CPU
       module->eval();
       stages.push_back(module);
     }
@@ -378,25 +384,29 @@ StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   torch::NoGradGuard no_grad;
   std::string out = options.prompt;
-  for (int n = 0; n < options.tokens; ++n) {
-    const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), cfg.n_positions);
-    std::vector<int64_t> window(tokens.end() - len, tokens.end());
-    torch::Tensor x = BatchTensor(window, 1, static_cast<int>(len));  // (1, t)
-    for (auto& s : stages) x = s->forward(x);                          // logits (1, t, V)
-    torch::Tensor logits = x[0][len - 1].to(torch::kDouble) / options.temperature;  // (V)
-    torch::Tensor probs = torch::softmax(logits, 0).contiguous();                   // (V)
-    const double* p = probs.data_ptr<double>();
-    double u = uniform(rng), acc = 0.0;
-    int64_t next = probs.size(0) - 1;
-    for (int64_t v = 0; v < probs.size(0); ++v) {
-      acc += p[v];
-      if (u < acc) {
-        next = v;
-        break;
+  try {
+    for (int n = 0; n < options.tokens; ++n) {
+      const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), cfg.n_positions);
+      std::vector<int64_t> window(tokens.end() - len, tokens.end());
+      torch::Tensor x = BatchTensor(window, 1, static_cast<int>(len));  // (1, t)
+      for (auto& s : stages) x = s->forward(x);                          // logits (1, t, V)
+      torch::Tensor logits = x[0][len - 1].to(torch::kDouble) / options.temperature;  // (V)
+      torch::Tensor probs = torch::softmax(logits, 0).contiguous();                   // (V)
+      const double* p = probs.data_ptr<double>();
+      double u = uniform(rng), acc = 0.0;
+      int64_t next = probs.size(0) - 1;
+      for (int64_t v = 0; v < probs.size(0); ++v) {
+        acc += p[v];
+        if (u < acc) {
+          next = v;
+          break;
+        }
       }
+      tokens.push_back(next);
+      out.push_back(static_cast<char>(next));
     }
-    tokens.push_back(next);
-    out.push_back(static_cast<char>(next));
+  } catch (const c10::Error& e) {
+    return Status::ComputeError(std::string("sampling from ") + dir + ": " + e.what_without_backtrace());
   }
   return out;
 }

@@ -70,8 +70,8 @@ Status CheckWorldSize(const LaunchEnv& env, int plan_pp_size) {
                                  std::to_string(env.world_size));
 }
 
-int DeviceForRank(const LaunchEnv& env, int device_count) {
-  return device_count > 0 ? env.local_rank % device_count : 0;
+int DeviceForRank(int local_rank, int device_count) {
+  return device_count > 0 ? local_rank % device_count : 0;
 }
 
 }  // namespace pw::exec

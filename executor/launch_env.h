@@ -29,9 +29,11 @@ StatusOr<LaunchEnv> ReadLaunchEnv(const std::function<const char*(const char*)>&
 // both numbers and the flag to change ("mpirun -np 4" for a 4-rank plan).
 Status CheckWorldSize(const LaunchEnv& env, int plan_pp_size);
 
-// CUDA device index for this rank: local_rank % device_count (NCCL refuses
-// two ranks on one GPU, so device_count must be >= ranks per node; the
-// NCCL communicator reports that case).
-int DeviceForRank(const LaunchEnv& env, int device_count);
+// CUDA device index for a rank with `local_rank`: local_rank % device_count
+// (0 if no device). Used by the engine (compute) and the NCCL communicator
+// alike, so both land on the same GPU, also when the launcher exposes one GPU
+// per task (srun --gpus-per-task=1: local rank 3 sees device 0). NCCL
+// refuses two ranks on one GPU; it reports that case.
+int DeviceForRank(int local_rank, int device_count);
 
 }  // namespace pw::exec

@@ -125,9 +125,8 @@ StatusOr<RequestId> MpiCommunicator::Irecv(int peer, Channel channel, void* data
   p.is_recv = true;
   p.peer = peer;
   p.bytes = bytes;
-  // Post one byte more than expected so that a longer message is detected
-  // (MPI_ERR_TRUNCATE would otherwise hide which side is wrong) -- not
-  // possible without a bigger buffer; instead compare the count on Wait.
+  // A longer message fails with MPI_ERR_TRUNCATE, a shorter one is caught by
+  // comparing the received count on Wait/Test.
   int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, static_cast<int>(channel), impl_->comm,
                      &p.request);
   if (rc != MPI_SUCCESS)

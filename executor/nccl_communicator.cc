@@ -212,9 +212,11 @@ std::string NcclCommunicator::Describe() const {
   return nccl_compat::RuntimeVersion() + " (built with " + nccl_compat::HeaderVersion() + "), " + dev;
 }
 
-bool CudaDeviceAvailable() {
+int CudaDeviceCount() {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
+
+bool CudaDeviceAvailable() { return CudaDeviceCount() > 0; }
 
 }  // namespace pw::exec

@@ -77,6 +77,8 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
+// Number of CUDA devices visible to this process (0 on any CUDA error).
+int CudaDeviceCount();
 // True if at least one CUDA device is usable in this process.
 bool CudaDeviceAvailable();
 

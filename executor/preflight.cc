@@ -54,6 +54,17 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size) {
                                    std::to_string(L) + " layers (embedding, " + std::to_string(out.model.n_layer) +
                                    " blocks, head)");
   PW_ASSIGN_OR_RETURN(out.training, ReadTrainingShape(plan));
+  // What the executor does not do must not be what the plan's memory and
+  // time predictions assumed.
+  const nlohmann::json& t = plan.extra.at("training");
+  if (t.contains("recompute") && t["recompute"].is_string() && t["recompute"] != "none")
+    return Status::InvalidArgument("plan field 'training.recompute' is '" + t["recompute"].get<std::string>() +
+                                   "': the executor keeps every activation (no recomputation), so the plan's "
+                                   "memory prediction would not hold; plan with --recompute-granularity none");
+  if (t.contains("dtype") && t["dtype"].is_string() && t["dtype"] != "fp32")
+    return Status::InvalidArgument("plan field 'training.dtype' is '" + t["dtype"].get<std::string>() +
+                                   "': the executor computes in float32 (float64 with --dtype float64 for "
+                                   "checks); plan with --dtype fp32");
   if (out.training.seq_length > out.model.n_positions)
     return Status::InvalidArgument("plan field 'training.seq_length' " + std::to_string(out.training.seq_length) +
                                    " exceeds the model's n_positions " + std::to_string(out.model.n_positions));

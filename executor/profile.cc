@@ -53,9 +53,9 @@ void DeleteTracked(void* data) {
   // block.inner frees the memory through the inner allocator's deleter here.
 }
 
-// Wraps the default CPU allocator; counts live bytes and their maximum.
-// Same LibTorch-version split as engine.cc's counting allocator
-// (Allocator::allocate became non-const in 2.3).
+// Wraps the default CPU allocator; counts live bytes and their maximum (the
+// one counting allocator: the engine and the benches read it too).
+// Allocator::allocate became non-const in LibTorch 2.3.
 class PeakTrackingAllocator final : public c10::Allocator {
  public:
   explicit PeakTrackingAllocator(c10::Allocator* inner) : inner_(inner) {}

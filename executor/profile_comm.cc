@@ -17,7 +17,11 @@ StatusOr<std::vector<CommSample>> MeasureP2P(Communicator& comm, const std::vect
   std::vector<CommSample> out;
   const int me = comm.rank();
   for (int64_t bytes : sizes) {
+    // Separate send and receive buffers: a posted send's bytes must stay
+    // unchanged until its Wait (communicator.h), and rank 0 posts its receive
+    // before waiting for its send.
     std::vector<char> buf(static_cast<size_t>(std::max<int64_t>(bytes, 1)), static_cast<char>(me));
+    std::vector<char> reply(buf.size());
     std::vector<double> rtt;
     PW_RETURN_IF_ERROR(comm.Barrier());
     for (int k = 0; k < warmup + repetitions; ++k) {
@@ -26,7 +30,7 @@ StatusOr<std::vector<CommSample>> MeasureP2P(Communicator& comm, const std::vect
       // (the directions a pipeline uses between two neighbouring ranks).
       if (me == 0) {
         PW_ASSIGN_OR_RETURN(RequestId s, comm.Isend(1, Channel::kForward, buf.data(), bytes));
-        PW_ASSIGN_OR_RETURN(RequestId r, comm.Irecv(1, Channel::kBackward, buf.data(), bytes));
+        PW_ASSIGN_OR_RETURN(RequestId r, comm.Irecv(1, Channel::kBackward, reply.data(), bytes));
         PW_RETURN_IF_ERROR(comm.Wait(s));
         PW_RETURN_IF_ERROR(comm.Wait(r));
       } else if (me == 1) {

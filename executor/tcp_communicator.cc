@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -95,7 +96,20 @@ StatusOr<int> Listen(const sockaddr_in& addr, const std::string& who) {
   return fd;
 }
 
-StatusOr<int> AcceptOne(int listener, const std::string& who) {
+// Accepts one connection, waiting at most `timeout_s` seconds (<= 0: no
+// limit) so that a rank that never starts cannot hang the rendezvous.
+StatusOr<int> AcceptOne(int listener, const std::string& who, double timeout_s) {
+  if (timeout_s > 0) {
+    pollfd p{listener, POLLIN, 0};
+    int ready;
+    do {
+      ready = ::poll(&p, 1, static_cast<int>(timeout_s * 1000));
+    } while (ready < 0 && errno == EINTR);
+    if (ready < 0) return Status::CommError(Errno("poll on " + who));
+    if (ready == 0)
+      return Status::CommError("no peer connected to " + who + " within " + std::to_string(timeout_s) +
+                               " s (connect timeout): a rank did not start or cannot reach this host");
+  }
   int fd = ::accept(listener, nullptr, nullptr);
   if (fd < 0) return Status::CommError(Errno("accept on " + who));
   int one = 1;
@@ -294,7 +308,9 @@ StatusOr<std::unique_ptr<TcpCommunicator>> TcpCommunicator::Create(int rank, int
     StatusOr<int> listener = Listen(*master_addr, "MASTER_ADDR:MASTER_PORT " + master);
     if (!listener.ok()) return fail(listener.status());
     for (int k = 1; k < world_size; ++k) {
-      StatusOr<int> fd = AcceptOne(*listener, master);
+      StatusOr<int> fd = AcceptOne(*listener, master + " (" + std::to_string(k - 1) + " of " +
+                                                  std::to_string(world_size - 1) + " ranks connected)",
+                                   options.connect_timeout_s);
       if (!fd.ok()) return fail(fd.status());
       int32_t peer = -1;
       Endpoint ep;
@@ -340,7 +356,7 @@ StatusOr<std::unique_ptr<TcpCommunicator>> TcpCommunicator::Create(int rank, int
       s.fds[i] = *c;
     }
     for (int k = rank + 1; k < world_size; ++k) {
-      StatusOr<int> c = AcceptOne(*listener, "the peer port");
+      StatusOr<int> c = AcceptOne(*listener, "the peer port", options.connect_timeout_s);
       if (!c.ok()) return fail(c.status());
       int32_t peer = -1;
       if (!ReadAll(*c, &peer, sizeof(peer)) || peer <= rank || peer >= world_size || s.fds[peer] >= 0)

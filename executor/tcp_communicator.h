@@ -26,7 +26,8 @@ namespace pw::exec {
 struct TcpOptions {
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR
   int master_port = 29500;                 // MASTER_PORT
-  // Rendezvous: how long to keep retrying the connection to rank 0 / peers.
+  // Rendezvous: how long to keep retrying the connection to rank 0 / peers,
+  // and how long rank 0 / a peer waits for each incoming connection.
   double connect_timeout_s = 60.0;
   // Watchdog: a Wait or collective without progress for this long returns
   // CommError naming the peer (0 = forever).

@@ -37,7 +37,7 @@ struct PlanCommandOptions {
   int last_stage_num_layers = 0;
   std::string objective = "makespan";
   double clip_grad_norm = 0.0;
-  std::string dtype = "bf16";
+  std::string dtype;  // empty: bf16, or fp32 with --profile (what the profile measured)
   bool no_min_pp = false;
 };
 
@@ -110,7 +110,9 @@ Status RunPlan(const PlanCommandOptions& c) {
   if (c.last_stage_num_layers) o.last_stage_num_layers = c.last_stage_num_layers;
   PW_ASSIGN_OR_RETURN(o.objective, ParseObjective(c.objective));
   o.clip_grad_norm = c.clip_grad_norm;
-  PW_ASSIGN_OR_RETURN(o.precision, ParsePrecision(c.dtype));
+  // A profile's times and bytes were measured in float32 (pipewright profile
+  // on the executor's CPU path), so its plans default to fp32.
+  PW_ASSIGN_OR_RETURN(o.precision, ParsePrecision(!c.dtype.empty() ? c.dtype : model.profile ? "fp32" : "bf16"));
   o.find_min_pp = !c.no_min_pp;
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -163,8 +165,8 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--clip-grad-norm", opts->clip_grad_norm,
                   "the run clips gradients by their global norm: a global barrier per step, so the plan minimises "
                   "makespan_s and records training.global_barrier (0 = no clipping)");
-  cmd->add_option("--dtype", opts->dtype, "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param)")
-      ->capture_default_str();
+  cmd->add_option("--dtype", opts->dtype,
+                  "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param); default bf16, fp32 with --profile");
   cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");
   cmd->add_option("-o,--output", opts->output, "plan file to write")->capture_default_str();
   cmd->callback([opts, &ctx]() {

@@ -43,6 +43,10 @@ struct ProfileCommandOptions {
 
 Status RunProfile(const ProfileCommandOptions& c) {
   PW_ASSIGN_OR_RETURN(exec::LaunchEnv env, exec::ReadLaunchEnv());
+  // Every rank reads the model first, so a bad --model-config stops all of
+  // them here instead of leaving ranks > 0 waiting for rank 0.
+  PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
+  PW_ASSIGN_OR_RETURN(nlohmann::json model, ReadJsonFile(path));
   std::unique_ptr<exec::MpiEnvironment> mpi;
   std::unique_ptr<exec::MpiCommunicator> comm;
   if (env.world_size > 1) {
@@ -63,8 +67,6 @@ Status RunProfile(const ProfileCommandOptions& c) {
   }
   Status result;
   if (printer) {
-    PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
-    PW_ASSIGN_OR_RETURN(nlohmann::json model, ReadJsonFile(path));
     exec::LayerProfileOptions lo;
     lo.model = model;
     lo.micro_batch_sizes = c.micro_batch_sizes;

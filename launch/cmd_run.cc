@@ -39,6 +39,10 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
   options.local_rank = launch->local_rank;
   static exec::WaitBoard board;  // read by the SIGTERM handler: lives for the process
   options.board = &board;
+  if (launch->launcher == "torchrun" && comm_kind == "nccl")
+    return Fail(ctx, "run", Status::InvalidArgument("--comm nccl: under torchrun the ranks connect over TCP, "
+                                                    "with no MPI to bootstrap NCCL; launch with launch/mpirun.sh "
+                                                    "or launch/srun.sh"));
   if (launch->launcher == "torchrun") {
     // torchrun starts processes without MPI: a full mesh of TCP sockets,
     // rendezvous on MASTER_ADDR:MASTER_PORT (what torchrun sets).
@@ -77,7 +81,8 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
       options.device_messages = true;
       StatusOr<std::unique_ptr<exec::NcclCommunicator>> nccl =
           exec::CudaDeviceAvailable()
-              ? exec::NcclCommunicator::Create(**comm, launch->local_rank, nullptr)
+              ? exec::NcclCommunicator::Create(
+                    **comm, exec::DeviceForRank(launch->local_rank, exec::CudaDeviceCount()), nullptr)
               : StatusOr<std::unique_ptr<exec::NcclCommunicator>>(
                     Status::InvalidArgument("--comm nccl: no CUDA device visible"));
       if (!nccl.ok()) {

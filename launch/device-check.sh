@@ -98,8 +98,8 @@ a, b = losses(sys.argv[1]), losses(sys.argv[2])
 print("cpu  losses", a); print("cuda losses", b)
 assert a and len(a) == len(b), "missing steps"
 worst = max(abs(x - y) for x, y in zip(a, b))
-print(f"max |cpu - cuda| loss difference: {worst:.2e} ({'OK' if worst <= 1e-4 else 'NOT OK'})")
-assert worst <= 1e-4
+print(f"max |cpu - cuda| loss difference: {worst:.2e} ({'OK' if worst <= 1e-6 else 'NOT OK'})")
+assert worst <= 1e-6
 PY
 
 say "3. two ranks on the GPU, MPI-staged messages (demo model, zb-h1, m=8)"

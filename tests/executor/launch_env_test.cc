@@ -64,7 +64,9 @@ TEST(LaunchEnv, WorldSizeMismatchNamesTheLauncherFlag) {
   EXPECT_NE(CheckWorldSize(env, 4).message().find("srun -n 4"), std::string::npos);
   EXPECT_TRUE(CheckWorldSize(env, 2).ok());
   env.local_rank = 5;
-  EXPECT_EQ(DeviceForRank(env, 4), 1);
+  EXPECT_EQ(DeviceForRank(env.local_rank, 4), 1);
+  EXPECT_EQ(DeviceForRank(env.local_rank, 1), 0);  // one GPU per task
+  EXPECT_EQ(DeviceForRank(env.local_rank, 0), 0);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "executor/checkpoint.h"
 #include "executor/measured_trace.h"
 #include "executor/plan_builder.h"
+#include "executor/preflight.h"
 #include "executor/tcp_communicator.h"
 #include "executor/watchdog.h"
 #include "schedules/trace_format.h"
@@ -32,6 +33,27 @@ Plan SmallPlan(const std::string& schedule, int pp, int m) {
   StatusOr<Plan> plan = BuildPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   return *plan;
+}
+
+// A plan made for recomputation or bf16 would not run as predicted: the
+// executor keeps every activation and computes in float32.
+TEST(Preflight, RefusesRecomputeAndHalfPrecisionPlans) {
+  Plan plan = SmallPlan("1f1b", 2, 4);
+  ASSERT_TRUE(PreflightCheck(plan, 2).ok());
+  plan.extra["training"]["recompute"] = "none";
+  plan.extra["training"]["dtype"] = "fp32";
+  EXPECT_TRUE(PreflightCheck(plan, 2).ok());
+  plan.extra["training"]["recompute"] = "full";
+  StatusOr<CheckedPlan> st = PreflightCheck(plan, 2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("'training.recompute' is 'full'"), std::string::npos) << st.status().ToString();
+  EXPECT_NE(st.status().message().find("--recompute-granularity none"), std::string::npos);
+  plan.extra["training"]["recompute"] = "none";
+  plan.extra["training"]["dtype"] = "bf16";
+  st = PreflightCheck(plan, 2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("'training.dtype' is 'bf16'"), std::string::npos) << st.status().ToString();
+  EXPECT_NE(st.status().message().find("--dtype fp32"), std::string::npos);
 }
 
 TEST(MeasuredTrace, EveryActionOnceAndFlowsPair) {
@@ -229,6 +251,21 @@ TEST(TcpCommunicator, TestCompletesLikeWait) {
   EXPECT_NE(done.status().message().find("receive from rank 0: rank 0 closed the connection"), std::string::npos)
       << done.status().ToString();
   EXPECT_EQ(errors[0], "");
+}
+
+// Rank 0 of a 2-rank job whose rank 1 never starts: the rendezvous gives up
+// after the connect timeout instead of waiting in accept() forever.
+TEST(TcpCommunicator, RendezvousTimesOutWhenARankNeverStarts) {
+  TcpOptions o;
+  o.master_port = FreePort();
+  o.connect_timeout_s = 0.5;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto comm = TcpCommunicator::Create(0, 2, o);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(comm.ok());
+  EXPECT_NE(comm.status().message().find("connect timeout"), std::string::npos) << comm.status().ToString();
+  EXPECT_NE(comm.status().message().find("0 of 1 ranks connected"), std::string::npos) << comm.status().ToString();
+  EXPECT_LT(waited, 10.0);
 }
 
 // A peer that never sends: the watchdog turns the wait into CommError.

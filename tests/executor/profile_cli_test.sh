@@ -33,6 +33,8 @@ PY
   --schedule 1f1b,zb-h1 --no-min-pp -o "$work/plan.json" > "$work/plan.txt" || fail "plan --profile: $(cat "$work/plan.txt")"
 grep -q '^chosen: ' "$work/plan.txt" || fail "no chosen plan"
 grep -q '"n_embd": 32' "$work/plan.json" || fail "plan lacks the profiled model"
+# The profile measured float32: its plan says fp32 (the executor refuses bf16 plans).
+grep -q '"dtype": "fp32"' "$work/plan.json" || fail "plan --profile does not record dtype fp32"
 
 # A bad shape is refused, naming the flag (exit 2).
 set +e
@@ -51,4 +53,12 @@ grep -q -- '--seq-lengths' "$work/err.txt" || fail "error does not name --seq-le
 grep -q '^comm model: latency' "$work/p2.txt" || fail "no comm model under mpirun"
 python3 -c "import json,sys; c=json.load(open('$work/p2.json'))['comm']; sys.exit(0 if c['latency_s']>=0 and len(c['samples'])==3 else 1)" \
   || fail "comm samples/fit missing"
+# Under mpirun a bad --model-config stops every rank (none waits for rank 0).
+set +e
+timeout 60 "$mpirun" --allow-run-as-root --oversubscribe -np 2 "$pw" profile --model-config "$work/missing.json" \
+  -o "$work/bad2.json" > /dev/null 2> "$work/err2.txt"
+rc=$?
+set -e
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun profile with a missing --model-config: exit $rc (124 = hung)"
+grep -q -- '--model-config' "$work/err2.txt" || fail "error does not name --model-config: $(cat "$work/err2.txt")"
 echo "profile CLI: OK"
