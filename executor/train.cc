@@ -234,15 +234,25 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     PW_RETURN_IF_ERROR(engine->SaveStages(dir));
     PW_RETURN_IF_ERROR(comm.Barrier());
   }
+  // Rank 0 samples; a failure there is reported after the collective below,
+  // so the other ranks finish instead of waiting for rank 0.
+  Status sampled;
   if (options.sample_tokens > 0 && printer) {
     SampleOptions so;
     so.prompt = options.sample_prompt;
     so.tokens = options.sample_tokens;
     so.temperature = options.temperature;
     so.seed = options.seed;
-    PW_ASSIGN_OR_RETURN(summary.sample, SampleText(*plan, dir, so));
-    std::fprintf(out, "--- sample (%d bytes, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
-                 options.temperature, summary.sample.c_str());
+    StatusOr<std::string> text = SampleText(*plan, dir, so);
+    if (text.ok()) {
+      summary.sample = *text;
+      std::fprintf(out, "--- sample (%d bytes, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
+                   options.temperature, summary.sample.c_str());
+    } else {
+      sampled = text.status().WithContext("sampling on rank 0 from " + dir +
+                                          " (every rank saves its stages there: on several hosts, pass --save "
+                                          "with a directory on a shared filesystem)");
+    }
     if (options.save_dir.empty()) std::filesystem::remove_all(dir);
   }
   // Bit-exact fingerprint of the trained weights, every rank (resume and
@@ -256,6 +266,7 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   if (printer)
     std::fprintf(out, "done: loss %.4f -> %.4f | mean step %.3f s | %.0f tok/s | bubble %.3f\n", summary.first_loss,
                  summary.last_loss, summary.mean_step_s, summary.mean_tokens_per_s, summary.mean_bubble_ratio);
+  PW_RETURN_IF_ERROR(sampled);
   return summary;
 }
 
