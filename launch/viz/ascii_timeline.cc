@@ -21,15 +21,6 @@ const char* AnsiColor(ActionType t) {
   }
 }
 
-// A "nice" tick step (1, 2 or 5 times a power of ten) of at least `min_step`.
-double NiceStep(double min_step) {
-  if (min_step <= 0) return 1;
-  double p = std::pow(10.0, std::floor(std::log10(min_step)));
-  for (double k : {1.0, 2.0, 5.0, 10.0})
-    if (k * p >= min_step * (1 - 1e-9)) return k * p;
-  return 10 * p;
-}
-
 std::string TickLabel(double seconds, double step) {
   // Enough decimals to tell ticks apart.
   int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));

@@ -17,12 +17,6 @@ using ojson = nlohmann::ordered_json;
 // Seconds -> µs, rounded to the nanosecond so sums of decimal costs print short.
 double Micros(double seconds) { return std::round(seconds * kTraceMicrosPerSecond * 1000.0) / 1000.0; }
 
-std::string StagesText(const std::vector<int>& stages) {
-  std::string s;
-  for (int st : stages) s += (s.empty() ? "" : ",") + std::to_string(st);
-  return s;
-}
-
 }  // namespace
 
 std::string ChromeTraceJson(const Timeline& t, const std::string& plan_hash) {

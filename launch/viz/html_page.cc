@@ -22,12 +22,6 @@ std::string Head(const std::string& title) {
          "</title>\n" + kStyle + "</head>\n<body>\n";
 }
 
-std::string StagesText(const std::vector<int>& stages) {
-  std::string s;
-  for (int st : stages) s += (s.empty() ? "" : ",") + std::to_string(st);
-  return s;
-}
-
 std::string RankTable(const Timeline& t) {
   std::string s = "<table>\n<tr><th>rank</th><th class=\"l\">stages</th><th>busy</th><th>idle</th><th>idle %</th>"
                   "<th>peak memory</th></tr>\n";

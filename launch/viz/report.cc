@@ -39,15 +39,19 @@ ClosedForm ClosedFormFor(const std::string& schedule, int P, int m, int v) {
     c.source = schedule == "gpipe" ? "GPipe: (P-1)/(m+P-1), peak m M_B (Huang et al. 2019; ALGORITHMS.md §1)"
                                    : "1F1B: (P-1)/(m+P-1), rank r peak min(P-r, m) M_B (Narayanan et al. SC'21; "
                                      "ALGORITHMS.md §1)";
-  } else if (schedule == "interleaved-1f1b" && v >= 2 && m >= P && m % P == 0) {
+  } else if (schedule == "interleaved-1f1b" && v >= 2 && m >= P) {
     // (v = 1 is plain 1F1B, whose warm-up is P-r-1, not this formula's.)
-    // Bubble (p-1)(T_F+T_B+T_W)/v: makespan 3m + 3(p-1)/v, rate (p-1)/(vm+p-1).
-    // Rank r holds min(2(p-r-1) + (v-1)p + 1, vm) chunk activations of M_B/v.
+    // Bubble (p-1)(T_F+T_B+T_W)/v: makespan 3m + 3(p-1)/v, rate (p-1)/(vm+p-1),
+    // for every m >= P (tests/schedules/closed_form_test.cc).
     c.makespan = Fraction::Of(3 * (V * n + p - 1), V);
     c.bubble_ratio = Fraction::Of(p - 1, V * n + p - 1);
-    for (int64_t r = 0; r < p; ++r)
-      c.peak_memory.push_back(Fraction::Of(std::min(2 * (p - r - 1) + (V - 1) * p + 1, V * n), V));
-    c.source = "Interleaved 1F1B, m >= P and m % P == 0: (P-1)/(v*m+P-1), rank r peak "
+    // Only when m % p == 0 (microbatches in whole rounds of p): rank r holds
+    // min(2(p-r-1) + (v-1)p + 1, vm) chunk activations of M_B/v. With a
+    // partial last round the warm-up differs and no closed form is given.
+    if (m % P == 0)
+      for (int64_t r = 0; r < p; ++r)
+        c.peak_memory.push_back(Fraction::Of(std::min(2 * (p - r - 1) + (V - 1) * p + 1, V * n), V));
+    c.source = "Interleaved 1F1B, m >= P: (P-1)/(v*m+P-1); if also m % P == 0, rank r peak "
                "min(2(P-r-1)+(v-1)P+1, v*m)/v M_B (Narayanan et al. SC'21 §2.2.2; ALGORITHMS.md §1)";
   } else if (schedule == "looped-bfs" && m >= P) {
     c.makespan = Fraction::Of(3 * (V * n + p - 1), V);
@@ -140,8 +144,7 @@ ReportCell SimulateCell(const std::string& schedule, int pp, int m, int v) {
   return cell;
 }
 
-// Markdown rendering lives in report_markdown.cc.
-StatusOr<Report> RenderReport(const ReportOptions& options, std::vector<ReportCell> cells);
+// RenderReport (Markdown rendering) lives in report_markdown.cc.
 
 StatusOr<Report> BuildReport(const ReportOptions& o) {
   for (int p : o.pp_sizes)

@@ -96,4 +96,10 @@ struct Report {
 // schedule that fails for one cell is recorded in that cell.
 StatusOr<Report> BuildReport(const ReportOptions& options);
 
+// Renders already simulated cells (BuildReport's second half): the Markdown
+// and charts. Failed cells are drawn as "failed" in the tables, left out of
+// the charts and listed under "## Failures". Errors only for unreadable
+// measured inputs.
+StatusOr<Report> RenderReport(const ReportOptions& options, std::vector<ReportCell> cells);
+
 }  // namespace pw::viz

@@ -29,14 +29,6 @@ std::string N(double x) {
 // Seconds in data-* attributes: 10 significant digits.
 std::string T(double seconds) { return Fmt("%.10g", seconds); }
 
-double NiceStep(double min_step) {
-  if (min_step <= 0) return 1;
-  double p = std::pow(10.0, std::floor(std::log10(min_step)));
-  for (double k : {1.0, 2.0, 5.0, 10.0})
-    if (k * p >= min_step * (1 - 1e-9)) return k * p;
-  return 10 * p;
-}
-
 // Idle intervals of a rank inside [0, end]: the gaps between its compute blocks.
 std::vector<std::pair<double, double>> IdleIntervals(const TimelineRank& r, double end) {
   std::vector<std::pair<double, double>> blocks;

@@ -25,6 +25,20 @@ std::string Fmt(const char* fmt, ...) {
   return out;
 }
 
+double NiceStep(double min_step) {
+  if (min_step <= 0) return 1;
+  double p = std::pow(10.0, std::floor(std::log10(min_step)));
+  for (double k : {1.0, 2.0, 5.0, 10.0})
+    if (k * p >= min_step * (1 - 1e-9)) return k * p;
+  return 10 * p;
+}
+
+std::string StagesText(const std::vector<int>& stages) {
+  std::string s;
+  for (int st : stages) s += (s.empty() ? "" : ",") + std::to_string(st);
+  return s;
+}
+
 std::string FormatSeconds(double s) {
   double a = std::fabs(s);
   if (a == 0) return "0 s";

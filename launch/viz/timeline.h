@@ -116,5 +116,10 @@ std::string FormatMemory(const Timeline& t, int64_t bytes);
 std::string XmlEscape(const std::string& s);
 // printf-style formatting into a std::string.
 std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// A "nice" axis tick step (1, 2 or 5 times a power of ten) of at least
+// `min_step`; 1 if min_step <= 0.
+double NiceStep(double min_step);
+// A rank's stages as "0,4,8" (empty for none).
+std::string StagesText(const std::vector<int>& stages);
 
 }  // namespace pw::viz

@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "executor/preflight.h"
+#include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
 
 namespace pw::exec::testing {
@@ -81,7 +82,13 @@ TEST(BugReportsTest, UnequalMicrobatchesAreWeightedBySize) {
 // process holds after step 1 and after step 2 (all ranks quiescent).
 TEST(BugReportsTest, SplitBackwardLeavesNothingAliveAndStashMatchesPlan) {
   InstallCountingCpuAllocator();
-  for (const char* schedule : {"zb-h1", "zb-h2", "zb-v", "zb-auto", "1f1b"}) {
+  // Every registered split-backward family, and 1F1B (B) as the control.
+  std::vector<std::string> schedules;
+  for (const std::string& name : ScheduleNames())
+    if (FindSchedule(name)->split_backward) schedules.push_back(name);
+  ASSERT_FALSE(schedules.empty());
+  schedules.push_back("1f1b");
+  for (const std::string& schedule : schedules) {
     PlanSpec spec = Spec(schedule, 2, 4);
     auto plan = BuildPlan(spec);
     ASSERT_TRUE(plan.ok()) << schedule << ": " << plan.status().ToString();
@@ -119,7 +126,7 @@ TEST(BugReportsTest, SplitBackwardLeavesNothingAliveAndStashMatchesPlan) {
     EXPECT_EQ(bytes_after[1], bytes_after[0])
         << schedule << ": live CPU bytes after step 2 differ from after step 1 (activation or stash leaked)";
     for (int r = 0; r < 2; ++r) EXPECT_EQ(live[r], 0) << schedule << " rank " << r << ": autograd graphs alive";
-    const bool split = std::string(schedule).rfind("zb", 0) == 0;
+    const bool split = FindSchedule(schedule)->split_backward;
     for (int r = 0; r < 2; ++r) {
       for (const StashReport& s : stash[r]) {
         if (!split) {
@@ -127,12 +134,12 @@ TEST(BugReportsTest, SplitBackwardLeavesNothingAliveAndStashMatchesPlan) {
           continue;
         }
         const double ratio = static_cast<double>(s.measured_bytes) / static_cast<double>(s.predicted_bytes);
-        std::printf("[ wstash   ] %-8s stage %d: measured %lld B, plan %lld B, ratio %.4f\n", schedule, s.stage,
+        std::printf("[ wstash   ] %-8s stage %d: measured %lld B, plan %lld B, ratio %.4f\n", schedule.c_str(), s.stage,
                     static_cast<long long>(s.measured_bytes), static_cast<long long>(s.predicted_bytes), ratio);
         EXPECT_NEAR(ratio, 1.0, 0.10) << schedule << " stage " << s.stage << ": bytes held between I and W";
       }
     }
-    std::printf("[ live     ] %-8s bytes after step 1 %lld, after step 2 %lld\n", schedule,
+    std::printf("[ live     ] %-8s bytes after step 1 %lld, after step 2 %lld\n", schedule.c_str(),
                 static_cast<long long>(bytes_after[0]), static_cast<long long>(bytes_after[1]));
   }
 }

@@ -5,6 +5,7 @@
 // difference <= 1e-10 per tensor (max |a-b| / max |ref|).
 #include <numeric>
 
+#include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
 
 namespace pw::exec::testing {
@@ -34,10 +35,11 @@ std::string CaseName(const Case& c) {
   return s;
 }
 
-// Every family x P in {2,3,4} x m in {1 (< P), P+1 (not divisible by P), 2P}.
+// Every registered family x P in {2,3,4} x m in {1 (< P), P+1 (not divisible
+// by P), 2P}.
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
-  for (const char* family : {"gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "zb-v", "zb-auto"})
+  for (const std::string& family : ScheduleNames())
     for (int p : {2, 3, 4})
       for (int m : {1, p + 1, 2 * p}) cases.push_back({family, p, m, {}, {}});
   // Explicitly uneven stages (the model has 8 blocks = 10 layers).

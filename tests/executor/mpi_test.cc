@@ -15,6 +15,7 @@
 
 #include "executor/mpi_communicator.h"
 #include "executor/preflight.h"
+#include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
 
 namespace pw::exec::testing {
@@ -110,9 +111,7 @@ TEST_P(MpiEquivalenceTest, MatchesSingleProcess) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFamilies, MpiEquivalenceTest,
-                         ::testing::Values("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2",
-                                           "zb-v", "zb-auto"),
+INSTANTIATE_TEST_SUITE_P(AllFamilies, MpiEquivalenceTest, ::testing::ValuesIn(ScheduleNames()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            for (char& c : n)

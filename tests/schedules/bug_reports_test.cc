@@ -2,21 +2,11 @@
 // messages of the validator.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "schedules/csv.h"
 #include "tests/testing/schedule_util.h"
 
 namespace pw::testing {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Plain program-order lowering (SEND right after the producer, RECV right
 // before the consumer) hangs 1F1B on unbuffered sends: rank r blocks in

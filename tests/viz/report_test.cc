@@ -97,15 +97,87 @@ TEST(Report, DeterministicAndFailuresRecorded) {
     ASSERT_TRUE(info.ok());
     EXPECT_NE(md.find("| " + info->display_name), std::string::npos) << name << " missing from the report";
   }
-  // ZB-H2 cannot exist with m = 1 < 2P: recorded, not fatal.
-  bool any_failed = false;
-  for (const ReportCell& c : a->cells) any_failed |= !c.status.ok();
-  if (any_failed) {
-    EXPECT_NE(md.find("## Failures\n\n- "), std::string::npos);
-  }
+  // Every family runs every cell of this sweep (even m = 1), so the failures
+  // section says so; a failing cell is shown by FailedCellsAreShownAndListed.
+  for (const ReportCell& c : a->cells)
+    EXPECT_TRUE(c.status.ok()) << c.schedule << " P=" << c.pp << " m=" << c.m << ": " << c.status.ToString();
+  EXPECT_NE(md.find("## Failures\n\nNone: every cell generated, validated and simulated.\n"), std::string::npos);
   ReportOptions bad;
   bad.schedules = {"nope"};
   EXPECT_FALSE(BuildReport(bad).ok());
+}
+
+TEST(Report, FailedCellsAreShownAndListed) {
+  ReportOptions o;
+  o.schedules = {"1f1b", "zb-v"};
+  o.pp_sizes = {2, 4};
+  o.microbatches = {4, 8};
+  StatusOr<Report> base = BuildReport(o);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  // A cell the generator refuses (ZB-V takes exactly v = 2 stages per rank):
+  // recorded in the cell, not fatal.
+  ReportCell refused = SimulateCell("zb-v", 4, 8, 4);
+  ASSERT_EQ(refused.status.code(), StatusCode::kInvalidArgument) << refused.status.ToString();
+  EXPECT_EQ(refused.display_name, "ZB-V");
+  std::vector<ReportCell> cells = base->cells;
+  cells.push_back(refused);
+  StatusOr<Report> rep = RenderReport(o, cells);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_EQ(rep->cells.size(), base->cells.size() + 1);
+  const std::string& md = rep->files.back().text;
+  // Listed under Failures with its (P, m, v) and the generator's reason...
+  const std::string listed = "## Failures\n\n- ZB-V (v=4) P=4 m=8: " + refused.status.ToString() + "\n";
+  EXPECT_NE(md.find(listed), std::string::npos) << md.substr(md.find("## Failures"));
+  EXPECT_NE(refused.status.message().find("--virtual-stages"), std::string::npos) << refused.status.ToString();
+  EXPECT_EQ(md.find("None: every cell"), std::string::npos);
+  // ...shown as failed in both tables (m = 4 has no such cell: blank)...
+  EXPECT_NE(md.find("| ZB-V (v=4) | 4 |  | failed |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ZB-V | 4 | 4 | 8 | failed: invalid argument | | | | | | | | |\n"), std::string::npos) << md;
+  size_t failed = 0;
+  for (size_t k = md.find("failed"); k != std::string::npos; k = md.find("failed", k + 1)) ++failed;
+  EXPECT_EQ(failed, 2u) << md;  // the two table entries; the Failures list names the status code
+  // ...and left out of the charts and the per-rank memory table, which still
+  // hold every good cell.
+  for (const ReportFile& f : rep->files) {
+    if (f.name == "schedule_report.md") continue;
+    EXPECT_EQ(f.text.find("(v=4)"), std::string::npos) << f.name;
+  }
+  for (const ReportFile& f : base->files) {
+    if (f.name == "schedule_report.md") continue;
+    bool same = false;
+    for (const ReportFile& g : rep->files) same |= g.name == f.name && g.text == f.text;
+    EXPECT_TRUE(same) << f.name << " changed by a failed cell";
+  }
+  EXPECT_EQ(md.find("| ZB-V (v=4) | 4 | 8 |"), std::string::npos);
+  EXPECT_NE(md.find("| ZB-V (v=2) | 4 | 8 |"), std::string::npos);
+}
+
+TEST(Report, InterleavedClosedFormForEveryMAtLeastP) {
+  // Makespan 3m + 3(P-1)/v and bubble (P-1)/(vm+P-1) hold for every m >= P
+  // (tests/schedules/closed_form_test.cc), m % P != 0 included; the peak
+  // memory formula only for m % P == 0.
+  int partial_rounds = 0;
+  for (int v : {2, 3, 4})
+    for (int P : {2, 3, 4, 5})
+      for (int m = 1; m <= 3 * P + 1; ++m) {
+        std::string where = "v=" + std::to_string(v) + " P=" + std::to_string(P) + " m=" + std::to_string(m);
+        ReportCell c = SimulateCell("interleaved-1f1b", P, m, v);
+        ASSERT_TRUE(c.status.ok()) << where << ": " << c.status.ToString();
+        if (m < P) {
+          EXPECT_FALSE(c.closed.makespan.has_value()) << where;
+          EXPECT_FALSE(c.closed.bubble_ratio.has_value()) << where;
+          EXPECT_TRUE(c.closed.peak_memory.empty()) << where;
+          continue;
+        }
+        ASSERT_TRUE(c.closed.makespan && c.closed.bubble_ratio) << where;
+        EXPECT_EQ(*c.closed.makespan, Fraction::Of(3 * (v * m + P - 1), v)) << where;
+        EXPECT_EQ(c.makespan, *c.closed.makespan) << where << ": simulated " << c.makespan.ToString();
+        EXPECT_EQ(c.bubble_ratio, *c.closed.bubble_ratio) << where << ": simulated " << c.bubble_ratio.ToString();
+        EXPECT_EQ(c.closed.peak_memory.empty(), m % P != 0) << where;
+        if (m % P != 0) ++partial_rounds;
+        else EXPECT_EQ(c.peak_memory, c.closed.peak_memory) << where;
+      }
+  EXPECT_GT(partial_rounds, 50);
 }
 
 }  // namespace

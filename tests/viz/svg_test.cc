@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
 
 #include "launch/viz/ascii_timeline.h"
 #include "launch/viz/html_page.h"
@@ -111,16 +114,65 @@ TEST(SvgTimeline, MemoryCurveAndLimitLine) {
   EXPECT_NE(svg.find("peak 4 stage activations"), std::string::npos);
 }
 
+// Everything in an HTML/SVG document that would make a viewer fetch another
+// resource: a URL anywhere except as an xmlns namespace name, an href/src
+// that is not a same-document "#id", a CSS url(...) that is not "#id", or an
+// @import. Returned as the offending snippets.
+std::vector<std::string> ExternalReferences(const std::string& doc) {
+  std::vector<std::string> out;
+  auto scan = [&](const std::regex& re, auto allowed) {
+    for (auto it = std::sregex_iterator(doc.begin(), doc.end(), re); it != std::sregex_iterator(); ++it)
+      if (!allowed(*it)) out.push_back(it->str());
+  };
+  // A URL with a scheme or protocol-relative "//host", with the text before it.
+  scan(std::regex(R"re((xmlns(:[A-Za-z]+)?="|)(([A-Za-z][A-Za-z0-9+.-]*:)?//[^\s"'()<>]+))re"),
+       [](const std::smatch& m) { return m[1].length() > 0; });
+  scan(std::regex(R"re(\b(href|src)\s*=\s*["']?([^"'\s>]*))re", std::regex::icase),
+       [](const std::smatch& m) { return m[2].str().rfind("#", 0) == 0; });
+  scan(std::regex(R"re(url\(\s*["']?([^"')]*))re", std::regex::icase),
+       [](const std::smatch& m) { return m[1].str().rfind("#", 0) == 0; });
+  scan(std::regex("@import", std::regex::icase), [](const std::smatch&) { return false; });
+  return out;
+}
+
+TEST(HtmlPage, ExternalReferencesFindsWhatABrowserWouldFetch) {
+  EXPECT_TRUE(ExternalReferences("<svg xmlns=\"http://www.w3.org/2000/svg\"><rect fill=\"url(#hatch)\"/>"
+                                 "<use href=\"#arrow\"/></svg>")
+                  .empty());
+  for (const char* bad : {"<img src=\"http://example.com/a.png\">", "<a href=\"https://example.com\">x</a>",
+                          "<link href=\"style.css\">", "<image xlink:href=\"pic.png\"/>",
+                          "<rect fill=\"url(http://example.com/p.svg#h)\"/>", "<style>@import 'x.css';</style>",
+                          "<p>see //cdn.example.com/lib.js</p>", "<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                                                                "src=\"file:///etc/x\">"})
+    EXPECT_FALSE(ExternalReferences(bad).empty()) << bad;
+}
+
 TEST(HtmlPage, SelfContainedWithHoverText) {
   auto s = SimulateSchedule("interleaved-1f1b", 4, 8);
   ASSERT_TRUE(s.ok());
   std::string html = RenderHtmlPage(s->timeline);
   EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_EQ(html.find("http://") == std::string::npos || html.find("http://www.w3.org/2000/svg") != std::string::npos,
-            true);
-  EXPECT_EQ(html.find("https://"), std::string::npos);
+  // Self-contained: nothing to fetch. The SVG namespace name is a URL but
+  // only an identifier, so it is the one URL allowed (and it must be there).
+  EXPECT_NE(html.find("xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  EXPECT_EQ(ExternalReferences(html), std::vector<std::string>{});
   EXPECT_NE(html.find("<title>rank 0: 0F0 (stage 0, microbatch 0)"), std::string::npos);
   EXPECT_NE(html.find("bubble ratio"), std::string::npos);
+}
+
+TEST(VizHelpers, NiceStepAndStagesText) {
+  EXPECT_EQ(NiceStep(0), 1);
+  EXPECT_EQ(NiceStep(-3), 1);
+  EXPECT_DOUBLE_EQ(NiceStep(1), 1);
+  EXPECT_DOUBLE_EQ(NiceStep(1.2), 2);
+  EXPECT_DOUBLE_EQ(NiceStep(2), 2);
+  EXPECT_DOUBLE_EQ(NiceStep(3), 5);
+  EXPECT_DOUBLE_EQ(NiceStep(7), 10);
+  EXPECT_DOUBLE_EQ(NiceStep(0.03), 0.05);
+  EXPECT_DOUBLE_EQ(NiceStep(1500), 2000);
+  EXPECT_EQ(StagesText({}), "");
+  EXPECT_EQ(StagesText({3}), "3");
+  EXPECT_EQ(StagesText({0, 4, 8}), "0,4,8");
 }
 
 TEST(AsciiTimeline, OneF1BFourRanksTwoMicrobatchesGolden) {
