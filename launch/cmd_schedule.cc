@@ -57,6 +57,13 @@ StatusOr<StageCost> ParseCosts(const std::string& text) {
   return c;
 }
 
+// `x` without trailing zeros ("2", "2.5").
+std::string FormatNumber(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
 Status Run(const ScheduleOptions& o) {
   PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(o.schedule));
   PW_ASSIGN_OR_RETURN(StageCost cost, ParseCosts(o.costs));
@@ -79,19 +86,19 @@ Status Run(const ScheduleOptions& o) {
     limit_bytes = static_cast<int64_t>(o.memory_limit * o.activation_bytes + 0.5);
     req.memory_limit = static_cast<double>(*limit_bytes);
   }
-  PW_ASSIGN_OR_RETURN(Program compute, GenerateSchedule(req));
+  // GenerateSchedule refuses an order over the limit (in bytes: --memory-limit
+  // x --activation-bytes).
+  StatusOr<Program> generated = GenerateSchedule(req);
+  if (!generated.ok() && generated.status().code() == StatusCode::kInfeasible && limit_bytes &&
+      o.activation_bytes != 1)
+    return Status::Infeasible(generated.status().message() + " (--memory-limit " + FormatNumber(o.memory_limit) +
+                              " activations x --activation-bytes " + std::to_string(o.activation_bytes) + " = " +
+                              std::to_string(*limit_bytes) + " bytes)");
+  PW_ASSIGN_OR_RETURN(Program compute, std::move(generated));
   PW_RETURN_IF_ERROR(ValidateProgram(compute));
   PW_ASSIGN_OR_RETURN(Program lowered, AddSendRecv(compute, req.costs));
   PW_RETURN_IF_ERROR(ValidateProgram(lowered));
   PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(lowered, req.costs));
-  if (limit_bytes) {
-    for (int r = 0; r < o.pp; ++r)
-      if (sim.per_rank[r].peak_memory_bytes > *limit_bytes)
-        return Status::Infeasible(info.display_name + " needs " +
-                                  std::to_string(double(sim.per_rank[r].peak_memory_bytes) / o.activation_bytes) +
-                                  " activations on rank " + std::to_string(r) + ", over --memory-limit " +
-                                  std::to_string(o.memory_limit));
-  }
   std::string text;
   if (o.format == "json") {
     text = PlanToJson(MakePlan(info.name, lowered, req.costs, sim, limit_bytes));

@@ -132,7 +132,8 @@ struct Search {
   struct UnitProgram {
     Status status;
     std::vector<int> stage_to_rank;
-    std::shared_ptr<const MemoryProfile> profile;
+    std::shared_ptr<const MemoryProfile> profile;  // the family's order with no memory limit
+    std::shared_ptr<const MemoryProfile> least;    // memory-adaptive families: OneMicrobatchOrder
   };
   std::map<std::tuple<std::string, int, int>, UnitProgram> units;
 
@@ -166,8 +167,8 @@ struct Search {
     }
   }
 
-  // Evaluates one candidate (schedule, v, batch, recompute) in place.
-  void Evaluate(Candidate& c, Recompute rc, const StageOverrides& overrides) {
+  // Evaluates one candidate (schedule, v, batch, recompute) of `family` in place.
+  void Evaluate(Candidate& c, const ScheduleInfo& family, Recompute rc, const StageOverrides& overrides) {
     const int P = opt.pp_size, v = c.virtual_stages, S = P * v, m = c.batch.num_microbatches;
     auto table_or = Table(c.batch.micro_batch_size, rc);
     if (!table_or.ok()) {
@@ -181,7 +182,10 @@ struct Search {
       return;
     }
     // The order of a fixed-order family does not depend on costs; its unit
-    // program gives the memory walk for the partitioner.
+    // program gives the memory walk for the partitioner. A memory-adaptive
+    // family (zb-auto, zb-v) changes its order to fit the limit: its unit
+    // program (no limit) is the order it prefers, and the walk of one
+    // microbatch in flight (OneMicrobatchOrder) the least it can run in.
     ScheduleRequest unit;
     unit.schedule = c.schedule;
     unit.pp_size = P;
@@ -191,10 +195,17 @@ struct Search {
     auto cached = units.find(key);
     if (cached == units.end()) {
       auto prog = GenerateSchedule(unit);
-      UnitProgram u{prog.ok() ? Status::Ok() : prog.status(), {}, nullptr};
+      UnitProgram u{prog.ok() ? Status::Ok() : prog.status(), {}, nullptr, nullptr};
       if (prog.ok()) {
         u.profile = std::make_shared<const MemoryProfile>(*prog);
         u.stage_to_rank = prog->stage_to_rank;
+        if (family.memory_adaptive) {
+          auto one = OneMicrobatchOrder(unit);
+          if (one.ok())
+            u.least = std::make_shared<const MemoryProfile>(*one);
+          else
+            u.status = one.status();
+        }
       }
       cached = units.emplace(key, std::move(u)).first;
     }
@@ -202,7 +213,6 @@ struct Search {
       c.reason = "generator: " + cached->second.status.ToString();
       return;
     }
-    const MemoryProfile& profile = *cached->second.profile;
     const std::vector<int>& s2r = cached->second.stage_to_rank;
     const std::vector<double> seconds = LayerSeconds(table);
     std::vector<int64_t> static_prefix(L + 1, 0), act_prefix(L + 1, 0), stash_prefix(L + 1, 0);
@@ -211,24 +221,9 @@ struct Search {
       act_prefix[l + 1] = act_prefix[l] + table.layers[l].activation_bytes;
       stash_prefix[l + 1] = stash_prefix[l] + table.layers[l].wstash_bytes;
     }
-    StageFits fits;
-    if (limit != kUnlimited) {
-      // v = 1: exact (the rank's walk); v > 1: each stage within limit / v
-      // with its own walk peak (a sufficient condition, tried only when the
-      // time-optimal split does not fit).
-      // Prefix sums make each test O(Pareto points); the largest transient of
-      // a range is found by a scan (ranges are short).
-      fits = [&, v](int k, int i, int j) {
-        const int64_t st = static_prefix[j] - static_prefix[i];
-        const int64_t act = act_prefix[j] - act_prefix[i];
-        const int64_t wst = stash_prefix[j] - stash_prefix[i];
-        int64_t tr = 0;
-        for (int l = i; l < j; ++l) tr = std::max(tr, table.layers[l].transient_bytes);
-        const int64_t peak = st + tr + profile.StagePeak(k, act, wst);
-        return v == 1 ? peak <= limit : peak <= limit / v;
-      };
-    }
-    auto rank_peaks = [&](const Boundaries& b, std::vector<int64_t>* transient) {
+    // Per-rank peak of split `b` under the memory walk `profile`: static +
+    // the walk's peak + the largest recompute workspace of the rank's stages.
+    auto rank_peaks = [&](const MemoryProfile& profile, const Boundaries& b, std::vector<int64_t>* transient) {
       StageCosts sc = BuildStageCosts(table, b, CommModel{});
       std::vector<int64_t> peaks(P, 0);
       transient->assign(P, 0);
@@ -239,9 +234,6 @@ struct Search {
       for (int r = 0; r < P; ++r) peaks[r] += profile.RankDynamicPeak(r, sc.memory) + (*transient)[r];
       return peaks;
     };
-    auto over_limit = [&](const std::vector<int64_t>& peaks) {
-      return std::max_element(peaks.begin(), peaks.end()) - peaks.begin();
-    };
     // Partition: time-optimal first; with a limit and v = 1 the exact
     // memory-aware DP; for v > 1 the time-optimal split if it fits, else the
     // sufficient per-stage budget.
@@ -250,43 +242,103 @@ struct Search {
       c.reason = "partition: " + free_split.status().message();
       return;
     }
-    Boundaries chosen = free_split->boundaries;
-    std::vector<int64_t> transient;
-    std::vector<int64_t> peaks = rank_peaks(chosen, &transient);
-    const int worst = static_cast<int>(over_limit(peaks));
-    if (peaks[worst] > limit) {
-      auto fit_split = PartitionLayers(seconds, S, fits, overrides);
-      if (!fit_split.ok()) {
-        c.boundaries = chosen;
-        c.max_peak_bytes = peaks[worst];
-        const int64_t st = SumStaticOfRank(table, chosen, s2r, worst);
-        c.reason = "memory: no split into " + std::to_string(S) + " stages fits " + LimitText() +
-                   " per rank; the time-optimal split (" + FormatStageSizes(chosen) + " layers) needs " +
-                   FormatBytes(peaks[worst]) + " on rank " + std::to_string(worst) + " (static " + FormatBytes(st) +
-                   ", activations+stash+workspace " + FormatBytes(peaks[worst] - st) + ")";
-        return;
+    struct Split {
+      bool fits = false;
+      Boundaries boundaries;
+      std::vector<int64_t> peaks, transient;
+      int worst = 0;  // the rank with the largest peak
+    };
+    // The split for memory walk `profile`: the time-optimal one if it fits,
+    // else a memory-aware one; if none fits, the time-optimal one with
+    // fits = false.
+    auto split_for = [&](const MemoryProfile& profile) {
+      Split out;
+      out.boundaries = free_split->boundaries;
+      out.peaks = rank_peaks(profile, out.boundaries, &out.transient);
+      out.worst = static_cast<int>(std::max_element(out.peaks.begin(), out.peaks.end()) - out.peaks.begin());
+      if (out.peaks[out.worst] <= limit) {
+        out.fits = true;
+        return out;
       }
-      chosen = fit_split->boundaries;
-      peaks = rank_peaks(chosen, &transient);
+      // v = 1: exact (the rank's walk); v > 1: each stage within limit / v
+      // with its own walk peak (a sufficient condition, tried only when the
+      // time-optimal split does not fit).
+      // Prefix sums make each test O(Pareto points); the largest transient of
+      // a range is found by a scan (ranges are short).
+      StageFits fits = [&, v](int k, int i, int j) {
+        const int64_t st = static_prefix[j] - static_prefix[i];
+        const int64_t act = act_prefix[j] - act_prefix[i];
+        const int64_t wst = stash_prefix[j] - stash_prefix[i];
+        int64_t tr = 0;
+        for (int l = i; l < j; ++l) tr = std::max(tr, table.layers[l].transient_bytes);
+        const int64_t peak = st + tr + profile.StagePeak(k, act, wst);
+        return v == 1 ? peak <= limit : peak <= limit / v;
+      };
+      auto fit_split = PartitionLayers(seconds, S, fits, overrides);
+      if (!fit_split.ok()) return out;
+      out.fits = true;
+      out.boundaries = fit_split->boundaries;
+      out.peaks = rank_peaks(profile, out.boundaries, &out.transient);
+      out.worst = static_cast<int>(std::max_element(out.peaks.begin(), out.peaks.end()) - out.peaks.begin());
+      return out;
+    };
+    // A memory-adaptive family first gets a split that fits the order it
+    // prefers; if none does, one that fits one microbatch in flight, and its
+    // generator fits its order to the room left on each rank.
+    Split split = split_for(*cached->second.profile);
+    const bool adaptive = cached->second.least != nullptr;
+    if (!split.fits && adaptive) split = split_for(*cached->second.least);
+    if (!split.fits) {
+      const Boundaries& chosen = split.boundaries;
+      const int worst = split.worst;
+      c.boundaries = chosen;
+      c.max_peak_bytes = split.peaks[worst];
+      const int64_t st = SumStaticOfRank(table, chosen, s2r, worst);
+      c.reason = "memory: no split into " + std::to_string(S) + " stages fits " + LimitText() + " per rank" +
+                 (adaptive ? " even with one microbatch in flight (the least " + family.display_name + " can hold)"
+                           : std::string()) +
+                 "; the time-optimal split (" + FormatStageSizes(chosen) + " layers) needs " +
+                 FormatBytes(split.peaks[worst]) + " on rank " + std::to_string(worst) + " (static " +
+                 FormatBytes(st) + ", activations+stash+workspace " + FormatBytes(split.peaks[worst] - st) + ")";
+      return;
     }
+    const Boundaries chosen = split.boundaries;
+    const std::vector<int64_t>& transient = split.transient;
     c.boundaries = chosen;
-    // Generate with the real costs and activation limit, validate, lower,
-    // validate, simulate.
+    // Generate with the real costs, validate, lower, validate, simulate. A
+    // memory-adaptive generator gets each rank's room for activations (the
+    // limit less the rank's static bytes and workspace) and fits its order
+    // to it. A fixed order ignores the limit: it is not passed, and the
+    // simulated peak is checked below (one check, with the predictions kept
+    // for the candidate table).
     const CommModel comm = table.comm.value_or(CommModel{});
     ScheduleRequest req = unit;
     req.costs = BuildStageCosts(table, chosen, comm);
-    if (limit != kUnlimited) {
-      int64_t act = kUnlimited;
+    if (limit != kUnlimited && adaptive) {
+      std::vector<int64_t> static_of(P, 0);
+      for (int s = 0; s < S; ++s) static_of[s2r[s]] += req.costs.memory[s].static_bytes;
       for (int r = 0; r < P; ++r) {
-        int64_t st = 0;
-        for (int s = 0; s < S; ++s)
-          if (s2r[s] == r) st += req.costs.memory[s].static_bytes;
-        act = std::min(act, limit - st - transient[r]);
+        const int64_t room = std::max<int64_t>(limit - static_of[r] - transient[r], 0);
+        req.rank_memory_limits.push_back(static_cast<double>(room));
       }
-      req.memory_limit = static_cast<double>(std::max<int64_t>(act, 0));
     }
     auto prog = GenerateSchedule(req);
     if (!prog.ok()) {
+      if (prog.status().code() == StatusCode::kInfeasible && HasMemoryLimit(req)) {
+        // The generator found no order within the room: a memory rejection,
+        // with the least any order needs (one microbatch in flight).
+        std::vector<int64_t> tr;
+        const MemoryProfile& bound = adaptive ? *cached->second.least : *cached->second.profile;
+        const std::vector<int64_t> least = rank_peaks(bound, chosen, &tr);
+        const int w = static_cast<int>(std::max_element(least.begin(), least.end()) - least.begin());
+        c.max_peak_bytes = least[w];
+        const int64_t st = SumStaticOfRank(table, chosen, s2r, w);
+        c.reason = "memory: " + family.display_name + " finds no order within " + LimitText() +
+                   " per rank (split " + FormatStageSizes(chosen) + " layers; one microbatch in flight needs " +
+                   FormatBytes(least[w]) + " on rank " + std::to_string(w) + ", static " + FormatBytes(st) +
+                   "): " + FirstLine(prog.status().message());
+        return;
+      }
       c.reason = "generator: " + prog.status().ToString();
       return;
     }
@@ -430,7 +482,7 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
               if (!ov.ok())
                 c.reason = ov.status().message();
               else
-                search.Evaluate(c, rc, *ov);
+                search.Evaluate(c, f, rc, *ov);
             }
           }
           all.push_back(std::move(c));

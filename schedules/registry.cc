@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include "schedules/generators/generators.h"
 #include "schedules/simulate.h"
@@ -37,10 +38,11 @@ const std::vector<Entry>& Registry() {
       {{"zb-h2", "ZB-H2", Placement::kLoop, 1, 1, 1, true, "Qi et al. 2024 (zero bubble) §2.3, Table 2"},
        GenerateZBH2,
        {"zbh2", "zb2p"}},
-      {{"zb-v", "ZB-V", Placement::kV, 2, 2, 2, true, "Qi et al. 2024 (zero bubble) §6"},
+      {{"zb-v", "ZB-V", Placement::kV, 2, 2, 2, true, "Qi et al. 2024 (zero bubble) §6", true},
        GenerateZBV,
        {"zbv", "zbvzerobubble"}},
-      {{"zb-auto", "ZB-auto", Placement::kLoop, 1, 1, 1, true, "Qi et al. 2024 (zero bubble) §3.1 heuristic"},
+      {{"zb-auto", "ZB-auto", Placement::kLoop, 1, 1, 1, true, "Qi et al. 2024 (zero bubble) §3.1 heuristic",
+        true},
        GenerateZBAuto,
        {"zbauto", "auto"}},
       {{"v-half", "V-Half", Placement::kV, 2, 2, 2, true,
@@ -100,36 +102,49 @@ Program MakeEmptyProgram(const ScheduleRequest& req, int virtual_stages, Placeme
   return p;
 }
 
-Status CheckActivationLimit(const Program& program, const ScheduleRequest& req, const std::string& display_name,
-                            const std::string& advice) {
-  if (!req.memory_limit) return Status::Ok();
-  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(program, req.costs));
-  int64_t need = 0;
-  int worst = 0;
-  for (int r = 0; r < program.pp_size; ++r) {
-    int64_t peak = sim.per_rank[r].peak_memory_bytes - sim.per_rank[r].start_memory_bytes;
-    if (peak > need) {
-      need = peak;
-      worst = r;
+Program OneMicrobatchProgram(const ScheduleRequest& req, int virtual_stages, Placement placement,
+                             bool split_backward) {
+  ScheduleRequest one = req;
+  one.num_microbatches = 1;
+  Program p = MakeEmptyProgram(one, virtual_stages, placement);
+  for (int r = 0; r < p.pp_size; ++r) {
+    const std::vector<int> stages = p.StagesOfRank(r);
+    auto& list = p.ranks[r];
+    for (int s : stages) list.push_back(MakeAction(s, ActionType::kF, 0));
+    for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+      if (!split_backward) {
+        list.push_back(MakeAction(*it, ActionType::kB, 0));
+        continue;
+      }
+      list.push_back(MakeAction(*it, ActionType::kI, 0));
+      list.push_back(MakeAction(*it, ActionType::kW, 0));
     }
   }
-  if (static_cast<double>(need) <= *req.memory_limit) return Status::Ok();
-  return Status::Infeasible(display_name + " needs " + std::to_string(need) + " bytes of activation memory on rank " +
-                            std::to_string(worst) + " but --memory-limit is " +
-                            std::to_string(static_cast<int64_t>(*req.memory_limit)) + "; raise --memory-limit or " +
-                            advice);
+  return p;
 }
 
-StatusOr<StageCosts> RequestCosts(const ScheduleRequest& req) {
-  PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(req.schedule));
-  int v = req.virtual_stages > 0 ? req.virtual_stages : info.default_virtual_stages;
-  if (!req.costs.stages.empty()) return req.costs;
-  return UniformCosts(req.pp_size * v);
+bool HasMemoryLimit(const ScheduleRequest& req) { return req.memory_limit || !req.rank_memory_limits.empty(); }
+
+double RankMemoryLimit(const ScheduleRequest& req, int rank) {
+  if (!req.rank_memory_limits.empty()) return req.rank_memory_limits[rank];
+  if (req.memory_limit) return *req.memory_limit;
+  return std::numeric_limits<double>::infinity();
 }
 
-StatusOr<Program> GenerateSchedule(const ScheduleRequest& request) {
+std::string RankLimitText(const ScheduleRequest& req, int rank) {
+  const std::string bytes = std::to_string(static_cast<int64_t>(RankMemoryLimit(req, rank)));
+  if (req.rank_memory_limits.empty()) return "--memory-limit " + bytes;
+  return "the " + bytes + " bytes that --memory-limit leaves rank " + std::to_string(rank) + " for activations";
+}
+
+namespace {
+
+// Normalizes `request` (canonical name, default v, unit costs if none) and
+// checks its shape; `entry` receives the family.
+StatusOr<ScheduleRequest> Resolve(const ScheduleRequest& request, const Entry** entry) {
   const Entry* e = Find(request.schedule);
   if (!e) return FindSchedule(request.schedule).status();
+  *entry = e;
   const ScheduleInfo& info = e->info;
   ScheduleRequest req = request;
   req.schedule = info.name;
@@ -150,8 +165,67 @@ StatusOr<Program> GenerateSchedule(const ScheduleRequest& request) {
   if (static_cast<int>(req.costs.stages.size()) != S || static_cast<int>(req.costs.memory.size()) != S)
     return Status::InvalidArgument("--costs: expected costs for " + std::to_string(S) + " stages (P*v), got " +
                                    std::to_string(req.costs.stages.size()));
+  if (!req.rank_memory_limits.empty() && static_cast<int>(req.rank_memory_limits.size()) != req.pp_size)
+    return Status::InvalidArgument("--memory-limit: expected a limit for each of the " +
+                                   std::to_string(req.pp_size) + " ranks, got " +
+                                   std::to_string(req.rank_memory_limits.size()));
+  return req;
+}
+
+// The one memory-limit check (see GenerateSchedule): Infeasible names the
+// rank that exceeds its limit the most, its activation peak and the limit.
+Status CheckMemoryLimit(const Program& program, const ScheduleRequest& req, const ScheduleInfo& info) {
+  if (!HasMemoryLimit(req)) return Status::Ok();
+  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(program, req.costs));
+  int worst = -1;
+  double worst_excess = 0;
+  for (int r = 0; r < program.pp_size; ++r) {
+    const int64_t peak = sim.per_rank[r].peak_memory_bytes - sim.per_rank[r].start_memory_bytes;
+    const double excess = static_cast<double>(peak) - RankMemoryLimit(req, r);
+    if (excess > worst_excess) {
+      worst_excess = excess;
+      worst = r;
+    }
+  }
+  if (worst < 0) return Status::Ok();
+  std::string adaptive;
+  for (const Entry& e : Registry())
+    if (e.info.memory_adaptive && e.info.name != info.name) adaptive += (adaptive.empty() ? "" : ", ") + e.info.name;
+  const int64_t peak = sim.per_rank[worst].peak_memory_bytes - sim.per_rank[worst].start_memory_bytes;
+  return Status::Infeasible(info.display_name + " needs " + std::to_string(peak) +
+                            " bytes of activation memory on rank " + std::to_string(worst) + ", over " +
+                            RankLimitText(req, worst) + " (activation bytes per rank, static bytes excluded); raise "
+                            "--memory-limit" +
+                            (adaptive.empty() ? std::string()
+                                              : " or use a schedule that fits its order to the limit (" + adaptive +
+                                                    ")"));
+}
+
+}  // namespace
+
+StatusOr<StageCosts> RequestCosts(const ScheduleRequest& req) {
+  PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(req.schedule));
+  int v = req.virtual_stages > 0 ? req.virtual_stages : info.default_virtual_stages;
+  if (!req.costs.stages.empty()) return req.costs;
+  return UniformCosts(req.pp_size * v);
+}
+
+StatusOr<Program> GenerateSchedule(const ScheduleRequest& request) {
+  const Entry* e = nullptr;
+  PW_ASSIGN_OR_RETURN(ScheduleRequest req, Resolve(request, &e));
   PW_ASSIGN_OR_RETURN(Program p, e->generate(req));
+  PW_RETURN_IF_ERROR(CheckMemoryLimit(p, req, e->info));
   return p;
+}
+
+StatusOr<Program> OneMicrobatchOrder(const ScheduleRequest& request) {
+  ScheduleRequest one = request;
+  one.num_microbatches = 1;
+  one.memory_limit.reset();
+  one.rank_memory_limits.clear();
+  const Entry* e = nullptr;
+  PW_ASSIGN_OR_RETURN(ScheduleRequest req, Resolve(one, &e));
+  return OneMicrobatchProgram(req, req.virtual_stages, e->info.placement, e->info.split_backward);
 }
 
 }  // namespace pw

@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "schedules/registry.h"
 
@@ -26,13 +27,19 @@ StatusOr<Program> GenerateVMin(const ScheduleRequest& req);            // v_min.
 // (loop placement, v = 1) and zb-v (V placement, v = 2): searches its flag
 // grid (for v = 1 in loop placement also the paper-style round construction,
 // which gives ZB-2p's parallelogram tail) for `req` with `virtual_stages`
-// stages per rank in `placement` under the per-rank activation memory
-// `memory_limit` (costs.memory units) and returns the best compute-only
-// program (smallest steady_step_s by Simulate(), then makespan). `name`
-// prefixes error messages. Infeasible, naming --memory-limit, if no flag set
-// fits the limit.
+// stages per rank in `placement` under the activation memory limits
+// `memory_limits` (one per rank, costs.memory units) and returns the best
+// compute-only program (smallest steady_step_s by Simulate(), then
+// makespan). `name` prefixes error messages. Infeasible, naming
+// --memory-limit and the rank, if one microbatch in flight
+// (OneMicrobatchProgram) does not fit a rank or no flag set fits the limits.
 StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
-                                   double memory_limit, const std::string& name);
+                                   const std::vector<double>& memory_limits, const std::string& name);
+
+// The activation limit of each rank for a memory-adaptive generator: the
+// request's (RankMemoryLimit) if it sets one, else `fallback` (the family's
+// default) on every rank. Size P.
+std::vector<double> RankLimits(const ScheduleRequest& req, double fallback);
 
 // Switches of ZeroBubbleRounds (zb_rounds.cc; the paper's heuristic flags).
 struct ZeroBubbleRoundFlags {
@@ -47,8 +54,9 @@ struct ZeroBubbleRoundFlags {
 // counted from I0's arrival, then per round one F and one I per stage, W's
 // only when memory needs them or they fill a gap, the rest at the tail.
 // Returns a compute-only program; Infeasible if it cannot stay within
-// `memory_limit` (activation bytes per rank, costs.memory units).
-StatusOr<Program> ZeroBubbleRounds(const ScheduleRequest& req, double memory_limit, ZeroBubbleRoundFlags flags);
+// `memory_limits` (activation bytes, one limit per rank, costs.memory units).
+StatusOr<Program> ZeroBubbleRounds(const ScheduleRequest& req, const std::vector<double>& memory_limits,
+                                   ZeroBubbleRoundFlags flags);
 
 // Controllable-memory building block (arXiv 2405.15362 §3; v_half.cc): for
 // (P, rank i) the unit-slot offsets of microbatch 0's [F chunk 0, F chunk 1,
@@ -58,18 +66,19 @@ using BlockOffsetsFn = std::function<std::array<int, 4>(int pp_size, int rank)>;
 // Repeats the block every 6 slots for req.num_microbatches microbatches, puts
 // W's (FIFO) into the free slots and after the last block, and returns the
 // time-sorted compute-only order (V placement, v = 2). Errors: InvalidArgument
-// for v != 2 (--virtual-stages); Internal if two offsets share a slot modulo 6;
-// Infeasible naming --memory-limit if req.memory_limit is set and a rank's
-// walk exceeds it. `name` prefixes messages.
+// for v != 2 (--virtual-stages); Internal if two offsets share a slot modulo 6.
+// `name` prefixes messages. (The memory limit is GenerateSchedule's check.)
 StatusOr<Program> BuildingBlockV(const ScheduleRequest& req, const BlockOffsetsFn& offsets, const std::string& name);
 
-// Checks a fixed-order schedule against request.memory_limit (if set) with
-// the one memory walk there is, Simulate()'s (PLAN_FORMAT rule 7): the peak
-// above static bytes on every rank must fit. Infeasible otherwise, naming
-// `display_name`, --memory-limit, the bytes needed and `advice` (e.g. "use
-// zb-auto"). The program must be valid (it is simulated with req.costs).
-Status CheckActivationLimit(const Program& program, const ScheduleRequest& req, const std::string& display_name,
-                            const std::string& advice);
+// The one-microbatch order of OneMicrobatchOrder (registry.h) for a shape:
+// each rank's F's upwards, then downwards I + W (or B), m = 1.
+Program OneMicrobatchProgram(const ScheduleRequest& req, int virtual_stages, Placement placement,
+                             bool split_backward);
+
+// How an error names rank `rank`'s limit: "--memory-limit N" for one limit
+// on every rank, else "the N bytes that --memory-limit leaves rank r for
+// activations" (ScheduleRequest::rank_memory_limits).
+std::string RankLimitText(const ScheduleRequest& req, int rank);
 
 // An empty program of the right shape for `req` and `placement`.
 Program MakeEmptyProgram(const ScheduleRequest& req, int virtual_stages, Placement placement);

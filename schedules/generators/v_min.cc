@@ -23,8 +23,8 @@
 // paper's 2B/3 + O(n)); we do not squeeze warm-up and cool-down.
 //
 // Any m >= 1 is valid (the slot times form a feasible timed schedule).
-// Memory limit: if request.memory_limit is set and exceeded, Infeasible
-// naming --memory-limit.
+// Memory limit: the order does not depend on it; GenerateSchedule refuses a
+// request whose walk exceeds it (Infeasible naming --memory-limit).
 #include <array>
 
 #include "schedules/generators/generators.h"

@@ -50,12 +50,17 @@
 // on the compute-only program with the request's costs and must fit the
 // memory limit; keep the smallest steady_step_s (the paper's cost: max over
 // ranks of last end - first start), then the smallest makespan, then the
-// first candidate in that order.
+// first candidate in that order. If every run gets stuck under the limit
+// (forwards admitted until no I has room for its weight stash, which happens
+// when the stash is larger than the activation, e.g. with full recompute),
+// the list scheduler's grid runs again keeping room for one I's growth
+// (GreedyFlags::keep_i_room); with one microbatch in flight fitting every
+// rank, some run then finishes.
 //
 // Inputs beyond the paper's code: per-stage F/I/W times (stages may differ),
 // per-stage message times (latency + send bytes / bandwidth, zero between
 // stages on one rank), per-stage activation/wstash bytes.
-// Default memory limit (request.memory_limit = nullopt) for zb-auto:
+// Memory limit: the request's per rank (RankMemoryLimit); if it sets none, for zb-auto:
 // P x the largest stage activation, i.e. 1F1B's in-flight memory (ZB-1p).
 // With unit costs this gives ZB-H1's makespan 3m + P - 1 (m >= P); with
 // 2P x activation and m >= 2P it gives ZB-H2's steady step 3m.
@@ -86,13 +91,20 @@ struct GreedyFlags {
   // on stage s (1F1B's in-flight count when 0), leaving the rest of the
   // memory to held-back W's as ZB-H1 does. < 0: memory is the only limit.
   int cap_slack = -1;
+  // A new microbatch's first F, while others are in flight on the rank, also
+  // keeps room for the largest growth of one I (wstash - activation of the
+  // rank's stages): with a weight stash larger than the activation (full
+  // recompute) the greedy can otherwise admit forwards until no I fits and
+  // no W is pending (stuck). Tried only when no order is found without it.
+  bool keep_i_room = false;
 };
 
 // One greedy run. Times in seconds, memory in costs.memory units.
 class Greedy {
  public:
-  Greedy(const ScheduleRequest& req, int v, Placement placement, double limit, GreedyFlags flags)
-      : c_(req.costs), limit_(limit), flags_(flags) {
+  Greedy(const ScheduleRequest& req, int v, Placement placement, const std::vector<double>& limits,
+         GreedyFlags flags)
+      : c_(req.costs), limits_(limits), flags_(flags) {
     prog_ = MakeEmptyProgram(req, v, placement);
     P_ = req.pp_size;
     m_ = req.num_microbatches;
@@ -101,16 +113,19 @@ class Greedy {
     for (int s = 0; s < S_; ++s) stages_of_[prog_.stage_to_rank[s]].push_back(s);
     later_act_.assign(S_, 0);
     first_on_rank_.assign(S_, false);
+    i_room_.assign(P_, 0);
     for (int r = 0; r < P_; ++r) {
       const auto& st = stages_of_[r];
       for (size_t j = 0; j < st.size(); ++j) {
         first_on_rank_[st[j]] = (j == 0);
         for (size_t k = j + 1; k < st.size(); ++k) later_act_[st[j]] += c_.memory[st[k]].activation;
+        i_room_[r] = std::max(i_room_[r], c_.memory[st[j]].wstash - c_.memory[st[j]].activation);
       }
     }
     next_f_.assign(S_, 0);
     next_i_.assign(S_, 0);
     in_flight_.assign(S_, 0);
+    open_.assign(P_, 0);
     f_end_.assign(static_cast<size_t>(S_) * m_, -1.0);
     i_end_.assign(static_cast<size_t>(S_) * m_, -1.0);
     pending_w_.resize(P_);
@@ -130,13 +145,20 @@ class Greedy {
   // under the memory limit.
   StatusOr<Program> Run() {
     const long long max_steps = 200LL * (3LL * S_ * m_ + P_) + 1000;
+    // Stuck under the memory limit: ranks that wait on each other's blocked
+    // passes only move their clocks. Waits between two placed passes are
+    // few when the ranks can progress (at most ~1.3 P in bench/zb_paper_bench,
+    // P <= 32, and in the tests), so this many in a row means no progress.
+    const long long max_waits = 64LL * P_ + 1000;
+    long long waits = 0;
     for (long long step = 0; step < max_steps; ++step) {
       int r = -1;
       for (int q = 0; q < P_; ++q)
         if (left_[q] > 0 && (r < 0 || dec_[q] < dec_[r])) r = q;
       if (r < 0) return std::move(prog_);
-      if (dec_[r] == kInf) return Status::Infeasible("ranks cannot progress under the memory limit");
-      Decide(r);
+      if (dec_[r] == kInf || waits > max_waits)
+        return Status::Infeasible("ranks cannot progress under the memory limit");
+      waits = Decide(r) ? 0 : waits + 1;
     }
     return Status::Internal("zero-bubble greedy did not converge");
   }
@@ -203,21 +225,26 @@ class Greedy {
 
   bool MemoryAllows(int r, const Candidate& c) const {
     const StageMemory& sm = c_.memory[c.stage];
+    const double limit = limits_[r];
     if (c.kind == kF) {
       int64_t after = mem_[r] + sm.activation;
-      if (first_on_rank_[c.stage])  // a new microbatch: keep room for its later forwards too
-        return static_cast<double>(after + later_act_[c.stage] + (flags_.reserve_all ? reserve_[r] : 0)) <= limit_;
+      if (first_on_rank_[c.stage]) {  // a new microbatch: keep room for its later forwards too
+        const int64_t i_room = flags_.keep_i_room && open_[r] > 0 ? i_room_[r] : 0;
+        return static_cast<double>(after + later_act_[c.stage] + (flags_.reserve_all ? reserve_[r] : 0) + i_room) <=
+               limit;
+      }
       // A later stage: its room is in the reserve (reserve_all) or must be free now.
-      return static_cast<double>(after + (flags_.reserve_all ? reserve_[r] - sm.activation : 0)) <= limit_;
+      return static_cast<double>(after + (flags_.reserve_all ? reserve_[r] - sm.activation : 0)) <= limit;
     }
     // An I turns the activation into the smaller or larger wstash; with W's
     // pending we free memory first, otherwise it may use the reserve.
     int64_t after = mem_[r] - sm.activation + sm.wstash;
-    if (pending_w_[r].empty()) return static_cast<double>(after) <= limit_;
-    return static_cast<double>(after + (flags_.reserve_all ? reserve_[r] : 0)) <= limit_;
+    if (pending_w_[r].empty()) return static_cast<double>(after) <= limit;
+    return static_cast<double>(after + (flags_.reserve_all ? reserve_[r] : 0)) <= limit;
   }
 
-  void Decide(int r) {
+  // Places rank r's next pass (true) or moves its clock to when it may (false).
+  bool Decide(int r) {
     const double t = dec_[r];
     const std::vector<Candidate> cands = Candidates(r);
     const Candidate* pick_i = nullptr;
@@ -246,7 +273,7 @@ class Greedy {
     if (pick_f && (!pick_i || flags_.f_before_i)) pick = pick_f;
     if (pick) {
       Schedule(r, pick->kind, pick->stage, pick->mb, std::max(free_[r], pick->ready));
-      return;
+      return true;
     }
     auto& wq = pending_w_[r];
     if (!wq.empty()) {
@@ -256,12 +283,13 @@ class Greedy {
         int mb = wq.front().second;
         wq.pop_front();
         Schedule(r, kW, s, mb, std::max(free_[r], t));
-        return;
+        return true;
       }
     }
     // Wait. If nothing can arrive (next_event == inf) the rank is blocked
     // until another rank schedules a pass.
     dec_[r] = next_event > t ? next_event : t + eps_;
+    return false;
   }
 
   void Schedule(int r, Kind kind, int s, int mb, double start) {
@@ -274,6 +302,7 @@ class Greedy {
       f_end_[Key(s, mb)] = end;
       ++next_f_[s];
       ++in_flight_[s];
+      if (first_on_rank_[s]) ++open_[r];
       mem_[r] += sm.activation;
       reserve_[r] += first_on_rank_[s] ? later_act_[s] : -sm.activation;
     } else if (kind == kI) {
@@ -282,6 +311,7 @@ class Greedy {
       i_end_[Key(s, mb)] = end;
       ++next_i_[s];
       --in_flight_[s];
+      if (first_on_rank_[s]) --open_[r];  // the rank's last I of the microbatch
       mem_[r] += sm.wstash - sm.activation;
       pending_w_[r].emplace_back(s, mb);
     } else {
@@ -300,7 +330,7 @@ class Greedy {
   }
 
   const StageCosts& c_;
-  const double limit_;
+  const std::vector<double>& limits_;  // [rank] -> activation limit
   const GreedyFlags flags_;
   Program prog_;
   int P_ = 0, m_ = 0, S_ = 0;
@@ -310,6 +340,8 @@ class Greedy {
   std::vector<bool> first_on_rank_;          // [stage] -> lowest stage of its rank
   std::vector<int> next_f_, next_i_;         // [stage] -> next microbatch
   std::vector<int> in_flight_;               // [stage] -> F's done - I's done
+  std::vector<int> open_;                    // [rank] -> microbatches with F done on the rank and I not
+  std::vector<int64_t> i_room_;              // [rank] -> max(0, max over its stages of wstash - activation)
   std::vector<double> f_end_, i_end_;        // [stage * m + mb] -> end time, < 0 if not run
   std::vector<std::deque<std::pair<int, int>>> pending_w_;  // [rank] -> (stage, mb) FIFO
   std::vector<int64_t> mem_, reserve_;       // [rank] -> bytes in use, bytes kept for later forwards
@@ -317,35 +349,24 @@ class Greedy {
   std::vector<int> left_;                    // [rank] -> passes still to place
 };
 
-// Smallest limit with which one microbatch at a time can pass rank r: all
-// its forwards kept, then each I followed by its W (later stages first).
-int64_t MinimumMemory(const Program& shape, const StageCosts& c) {
-  int64_t need = 0;
-  for (int r = 0; r < shape.pp_size; ++r) {
-    std::vector<int> st = shape.StagesOfRank(r);
-    int64_t acts = 0;
-    for (int s : st) acts += c.memory[s].activation;
-    need = std::max(need, acts);
-    for (int j = static_cast<int>(st.size()) - 1; j >= 0; --j) {
-      acts -= c.memory[st[j]].activation;
-      need = std::max(need, acts + c.memory[st[j]].wstash);
-    }
-  }
-  return need;
-}
-
 std::string Bytes(double b) { return std::to_string(static_cast<int64_t>(b)); }
 
 }  // namespace
 
 StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
-                                   double memory_limit, const std::string& name) {
-  Program shape = MakeEmptyProgram(req, virtual_stages, placement);
-  const int64_t need = MinimumMemory(shape, req.costs);
-  if (static_cast<double>(need) > memory_limit)
-    return Status::Infeasible(name + " needs --memory-limit of at least " + std::to_string(need) +
-                              " bytes of activation memory per rank (one microbatch in flight), got " +
-                              Bytes(memory_limit));
+                                   const std::vector<double>& memory_limits, const std::string& name) {
+  // The least memory of any order: one microbatch at a time, all of a rank's
+  // forwards kept, then each I followed by its W (later stages first).
+  const Program one = OneMicrobatchProgram(req, virtual_stages, placement, true);
+  PW_ASSIGN_OR_RETURN(SimResult one_sim, Simulate(one, req.costs));
+  std::vector<int64_t> need(req.pp_size, 0);
+  for (int r = 0; r < req.pp_size; ++r) {
+    need[r] = one_sim.per_rank[r].peak_memory_bytes - one_sim.per_rank[r].start_memory_bytes;
+    if (static_cast<double>(need[r]) > memory_limits[r])
+      return Status::Infeasible(name + " needs " + std::to_string(need[r]) + " bytes of activation memory on rank " +
+                                std::to_string(r) + " for one microbatch in flight, over " + RankLimitText(req, r) +
+                                "; raise --memory-limit");
+  }
   std::optional<Program> best;
   double best_steady = kInf, best_makespan = kInf;
   // Simulates a candidate and keeps it if it fits and beats the best so far
@@ -354,8 +375,10 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
     if (!prog.ok()) return Status::Ok();  // stuck under the limit: not a candidate
     auto sim = Simulate(*prog, req.costs);
     if (!sim.ok()) return Status::Internal(name + " greedy produced an invalid order: " + sim.status().message());
-    for (const RankResult& rr : sim->per_rank)
-      if (static_cast<double>(rr.peak_memory_bytes - rr.start_memory_bytes) > memory_limit) return Status::Ok();
+    for (int r = 0; r < req.pp_size; ++r) {
+      const RankResult& rr = sim->per_rank[r];
+      if (static_cast<double>(rr.peak_memory_bytes - rr.start_memory_bytes) > memory_limits[r]) return Status::Ok();
+    }
     const double tol = 1e-9 * std::max(1.0, sim->steady_step_s);
     if (sim->steady_step_s < best_steady - tol ||
         (sim->steady_step_s <= best_steady + tol && sim->makespan_s < best_makespan - tol)) {
@@ -366,17 +389,22 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
     return Status::Ok();
   };
   const int reserve_modes = virtual_stages > 1 ? 2 : 1;
-  for (int mode = 0; mode < reserve_modes * 3; ++mode) {
-    for (int bits = 0; bits < 8; ++bits) {
-      GreedyFlags flags;
-      flags.cap_slack = mode / reserve_modes - 1;  // -1 (no cap), 0, 1
-      flags.f_overrun = !(bits & 1);
-      flags.f_before_i = bits & 2;
-      flags.greedy_w = !(bits & 4);
-      flags.reserve_all = mode % reserve_modes == 1;
-      PW_RETURN_IF_ERROR(consider(Greedy(req, virtual_stages, placement, memory_limit, flags).Run()));
+  auto greedy_grid = [&](bool keep_i_room) -> Status {
+    for (int mode = 0; mode < reserve_modes * 3; ++mode) {
+      for (int bits = 0; bits < 8; ++bits) {
+        GreedyFlags flags;
+        flags.cap_slack = mode / reserve_modes - 1;  // -1 (no cap), 0, 1
+        flags.f_overrun = !(bits & 1);
+        flags.f_before_i = bits & 2;
+        flags.greedy_w = !(bits & 4);
+        flags.reserve_all = mode % reserve_modes == 1;
+        flags.keep_i_room = keep_i_room;
+        PW_RETURN_IF_ERROR(consider(Greedy(req, virtual_stages, placement, memory_limits, flags).Run()));
+      }
     }
-  }
+    return Status::Ok();
+  };
+  PW_RETURN_IF_ERROR(greedy_grid(false));
   if (virtual_stages == 1 && placement == Placement::kLoop) {
     for (int bits = 0; bits < 16; ++bits) {
       ZeroBubbleRoundFlags flags;
@@ -384,26 +412,36 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
       flags.i_first = bits & 2;
       flags.skip_f = bits & 4;
       flags.greedy_w = !(bits & 8);
-      PW_RETURN_IF_ERROR(consider(ZeroBubbleRounds(req, memory_limit, flags)));
+      PW_RETURN_IF_ERROR(consider(ZeroBubbleRounds(req, memory_limits, flags)));
     }
   }
-  if (!best)
-    return Status::Infeasible(name + ": no order fits --memory-limit " + Bytes(memory_limit) +
-                              " bytes per rank; raise --memory-limit (at least " + std::to_string(need) +
-                              " is needed for one microbatch in flight)");
+  // Every flag set stuck: the grid again, keeping room for an I's stash.
+  if (!best) PW_RETURN_IF_ERROR(greedy_grid(true));
+  if (!best) {
+    const bool uniform = req.rank_memory_limits.empty();
+    return Status::Infeasible(name + ": no order fits " +
+                              (uniform ? "--memory-limit " + Bytes(memory_limits[0]) + " bytes per rank"
+                                       : std::string("the activation memory --memory-limit leaves each rank")) +
+                              "; raise --memory-limit (one microbatch in flight needs " +
+                              std::to_string(*std::max_element(need.begin(), need.end())) + " bytes on some rank)");
+  }
   return std::move(*best);
 }
 
+// The activation limit of each rank: the request's, else `fallback` (the
+// family's default) on every rank.
+std::vector<double> RankLimits(const ScheduleRequest& req, double fallback) {
+  std::vector<double> limits(req.pp_size, fallback);
+  if (HasMemoryLimit(req))
+    for (int r = 0; r < req.pp_size; ++r) limits[r] = RankMemoryLimit(req, r);
+  return limits;
+}
+
 StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req) {
-  double limit = 0;
-  if (req.memory_limit) {
-    limit = *req.memory_limit;
-  } else {
-    int64_t max_act = 0;
-    for (const StageMemory& sm : req.costs.memory) max_act = std::max(max_act, sm.activation);
-    limit = static_cast<double>(req.pp_size) * static_cast<double>(max_act);
-  }
-  return ZeroBubbleGreedy(req, 1, Placement::kLoop, limit, "ZB-auto");
+  int64_t max_act = 0;
+  for (const StageMemory& sm : req.costs.memory) max_act = std::max(max_act, sm.activation);
+  const double fallback = static_cast<double>(req.pp_size) * static_cast<double>(max_act);
+  return ZeroBubbleGreedy(req, 1, Placement::kLoop, RankLimits(req, fallback), "ZB-auto");
 }
 
 }  // namespace pw

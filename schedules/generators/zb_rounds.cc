@@ -54,8 +54,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class RoundHeuristic {
  public:
-  RoundHeuristic(const ScheduleRequest& req, double limit, ZeroBubbleRoundFlags flags)
-      : c_(req.costs), limit_(limit), flags_(flags) {
+  RoundHeuristic(const ScheduleRequest& req, const std::vector<double>& limits, ZeroBubbleRoundFlags flags)
+      : c_(req.costs), limits_(limits), flags_(flags) {
     prog_ = MakeEmptyProgram(req, 1, Placement::kLoop);
     P_ = req.pp_size;
     m_ = req.num_microbatches;
@@ -146,7 +146,7 @@ class RoundHeuristic {
   int MaxActivations(int s) const {
     const int64_t act = c_.memory[s].activation;
     if (act <= 0) return m_;
-    return static_cast<int>(std::min<double>(m_, std::floor(limit_ / static_cast<double>(act))));
+    return static_cast<int>(std::min<double>(m_, std::floor(limits_[s] / static_cast<double>(act))));
   }
   // When the input of stage s's next pass of `kind` arrives (already placed).
   double InputArrival(int s, Kind kind) const {
@@ -185,7 +185,7 @@ class RoundHeuristic {
       end_[s] = start + sc.w;
     }
     mem_[s] += Delta(s, kind);
-    if (static_cast<double>(mem_[s]) > limit_) return Status::Infeasible("memory limit exceeded");
+    if (static_cast<double>(mem_[s]) > limits_[s]) return Status::Infeasible("memory limit exceeded");
     prog_.ranks[s].push_back(MakeAction(s, type, mb));
     return Status::Ok();
   }
@@ -193,7 +193,7 @@ class RoundHeuristic {
   // Rules (a), (b), (c), then the pass itself.
   Status PlaceWithW(int s, Kind kind) {
     const double w = c_.stages[s].w;
-    while (nw_[s] < ni_[s] && static_cast<double>(mem_[s] + Delta(s, kind)) > limit_)
+    while (nw_[s] < ni_[s] && static_cast<double>(mem_[s] + Delta(s, kind)) > limits_[s])
       PW_RETURN_IF_ERROR(Place(s, kW));
     const double arrival = InputArrival(s, kind);
     while (nw_[s] < ni_[s] && end_[s] + w <= arrival) PW_RETURN_IF_ERROR(Place(s, kW));
@@ -203,7 +203,7 @@ class RoundHeuristic {
   }
 
   const StageCosts& c_;
-  const double limit_;
+  const std::vector<double>& limits_;  // [stage] = [rank] (one stage per rank) -> activation limit
   const ZeroBubbleRoundFlags flags_;
   Program prog_;
   int P_ = 0, m_ = 0;
@@ -216,8 +216,9 @@ class RoundHeuristic {
 
 }  // namespace
 
-StatusOr<Program> ZeroBubbleRounds(const ScheduleRequest& req, double memory_limit, ZeroBubbleRoundFlags flags) {
-  return RoundHeuristic(req, memory_limit, flags).Run();
+StatusOr<Program> ZeroBubbleRounds(const ScheduleRequest& req, const std::vector<double>& memory_limits,
+                                   ZeroBubbleRoundFlags flags) {
+  return RoundHeuristic(req, memory_limits, flags).Run();
 }
 
 }  // namespace pw

@@ -50,7 +50,7 @@
 //    are filled with W's, and its flag grid is searched.
 // The hand order is a candidate only if its peak fits the memory limit.
 //
-// Memory limit: request.memory_limit if set, else ZB-V's default of 1F1B's
+// Memory limit: the request's per rank (RankMemoryLimit) if set, else ZB-V's default of 1F1B's
 // memory, P microbatches through both stages of the rank:
 // P x max over ranks of (activation[r] + activation[2P - 1 - r]) (with equal
 // stages: 2P stage activations). Infeasible, naming --memory-limit, if not
@@ -156,12 +156,14 @@ StatusOr<Program> HandOrder(const ScheduleRequest& req) {
   return prog;
 }
 
-// Largest activation peak over ranks (static bytes excluded), in
-// costs.memory units.
-double MaxPeak(const SimResult& sim) {
-  int64_t peak = 0;
-  for (const RankResult& rr : sim.per_rank) peak = std::max(peak, rr.peak_memory_bytes - rr.start_memory_bytes);
-  return static_cast<double>(peak);
+// True if every rank's activation peak (static bytes excluded, costs.memory
+// units) is within its limit.
+bool FitsLimits(const SimResult& sim, const std::vector<double>& limits) {
+  for (size_t r = 0; r < sim.per_rank.size(); ++r) {
+    const RankResult& rr = sim.per_rank[r];
+    if (static_cast<double>(rr.peak_memory_bytes - rr.start_memory_bytes) > limits[r]) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -175,23 +177,19 @@ StatusOr<Program> GenerateZBV(const ScheduleRequest& req) {
   if (req.virtual_stages != 2)  // the registry already enforces this
     return Status::InvalidArgument("ZB-V needs exactly 2 stages per rank (--virtual-stages), got " +
                                    std::to_string(req.virtual_stages));
-  double limit = 0;
-  if (req.memory_limit) {
-    limit = *req.memory_limit;
-  } else {
-    int64_t per_microbatch = 0;  // both stages of the heaviest rank
-    for (int r = 0; r < P; ++r)
-      per_microbatch =
-          std::max(per_microbatch, req.costs.memory[r].activation + req.costs.memory[2 * P - 1 - r].activation);
-    limit = static_cast<double>(P) * static_cast<double>(per_microbatch);
-  }
+  int64_t per_microbatch = 0;  // both stages of the heaviest rank
+  for (int r = 0; r < P; ++r)
+    per_microbatch =
+        std::max(per_microbatch, req.costs.memory[r].activation + req.costs.memory[2 * P - 1 - r].activation);
+  const std::vector<double> limits =
+      RankLimits(req, static_cast<double>(P) * static_cast<double>(per_microbatch));
   StatusOr<Program> hand_or = HandOrder(req);
   if (!hand_or.ok()) return Status::Internal("ZB-V hand order: " + hand_or.status().message());
   Program hand = std::move(*hand_or);
   StatusOr<SimResult> hand_sim = Simulate(hand, req.costs);
   if (!hand_sim.ok())
     return Status::Internal("ZB-V hand order is invalid: " + hand_sim.status().message());
-  const bool hand_fits = MaxPeak(*hand_sim) <= limit;
+  const bool hand_fits = FitsLimits(*hand_sim, limits);
   // If the hand order meets both lower bounds of the score (no rank idles:
   // steady = the busiest rank's work; makespan = max over ranks of the
   // earliest possible first start, after the forwards of the stages below,
@@ -207,7 +205,7 @@ StatusOr<Program> GenerateZBV(const ScheduleRequest& req) {
     const double tol = 1e-9 * std::max(1.0, hand_sim->makespan_s);
     if (hand_sim->steady_step_s <= max_busy + tol && hand_sim->makespan_s <= makespan_bound + tol) return hand;
   }
-  StatusOr<Program> greedy = ZeroBubbleGreedy(req, 2, Placement::kV, limit, "ZB-V");
+  StatusOr<Program> greedy = ZeroBubbleGreedy(req, 2, Placement::kV, limits, "ZB-V");
   if (!greedy.ok() && greedy.status().code() != StatusCode::kInfeasible) return greedy.status();
   if (!greedy.ok()) {
     if (hand_fits) return hand;

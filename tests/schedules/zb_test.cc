@@ -259,6 +259,32 @@ TEST(ZeroBubble, AutoRefusesTooLittleMemory) {
   EXPECT_LE(MaxPeak(one->sim), 1);
 }
 
+// A weight stash much larger than the activation (full recompute: the
+// weight gradient keeps what the recomputed forward produced): an adaptive
+// family must still find an order whenever one microbatch in flight fits,
+// instead of admitting forwards until no I has room to turn its activation
+// into the larger stash.
+TEST(ZeroBubble, AdaptiveWithLargeWeightStash) {
+  int checked = 0;
+  for (const char* name : {"zb-auto", "zb-v"})
+    for (int P : {2, 4, 8})
+      for (int m : {4, 8, 16, 32})
+        for (int limit : {17, 20, 24, 32, 40, 64}) {
+          const int v = std::string(name) == "zb-v" ? 2 : 1;
+          StageMemory mem;
+          mem.activation = 1;
+          mem.wstash = 16;
+          const StageCosts costs = UniformCosts(P * v, StageCost{}, mem);
+          auto pl = RunPipeline(name, P, m, v, costs, limit);
+          const std::string where = Where(name, P, m) + " limit " + std::to_string(limit);
+          ASSERT_TRUE(pl.ok()) << where << ": " << pl.status().ToString();
+          EXPECT_LE(MaxPeak(pl->sim), limit) << where;
+          ExpectBalancedWalks(pl->sim, where);
+          ++checked;
+        }
+  EXPECT_EQ(checked, 144);
+}
+
 // ZB paper §6: with F = I = W per stage (unit costs, comm 0) and m >= 2P,
 // ZB-V is zero-bubble: every rank runs its 2 stages x m x 3 passes back to
 // back, so steady_step = 6m exactly, and the makespan adds only the start-up
