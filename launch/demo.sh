@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine (CPU, MPI): write a plan for a
 # small GPT (8 blocks, width 128, 4 heads, sequence 64, byte vocabulary) on
-# P=4 ranks, train it ~50 steps with `mpirun -np 4 pipewright run` on English
+# P=4 ranks, train it 120 steps with `mpirun -np 4 pipewright run` on English
 # text nobody here wrote (the Debian package `fortunes`), print the loss
 # falling, then a sample of generated text.
 #
