@@ -3,7 +3,9 @@
 // rejection with its reason), writes the chosen plan atomically; on an
 // infeasible request writes nothing and names the smallest P that fits.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "launch/commands.h"
@@ -39,6 +41,7 @@ struct PlanCommandOptions {
   double clip_grad_norm = 0.0;
   std::string dtype;  // empty: bf16, or fp32 with --profile (what the profile measured)
   bool no_min_pp = false;
+  std::set<std::string> given;  // the long names of the options given on the command line
 };
 
 std::vector<std::string> SplitComma(const std::string& s) {
@@ -91,12 +94,22 @@ Status RunPlan(const PlanCommandOptions& c) {
   }
   PlannerOptions o;
   o.pp_size = c.pp;
-  if (c.num_microbatches) o.num_microbatches = c.num_microbatches;
-  if (c.micro_batch_size) o.micro_batch_size = c.micro_batch_size;
-  if (c.global_batch_size) o.global_batch_size = c.global_batch_size;
+  // A flag given on the command line is passed on as given (the planner
+  // refuses values < 1, naming the flag); only an absent flag means "unset".
+  if (c.given.count("--num-microbatches")) o.num_microbatches = c.num_microbatches;
+  if (c.given.count("--micro-batch-size")) o.micro_batch_size = c.micro_batch_size;
+  if (c.given.count("--global-batch-size")) o.global_batch_size = c.global_batch_size;
+  if (c.given.count("--seq-length") && c.seq_length < 1)
+    return Status::InvalidArgument("--seq-length must be >= 1, got " + std::to_string(c.seq_length) +
+                                   " (omit it for the model's max positions)");
   o.seq_length = c.seq_length;
-  if (c.virtual_stages) o.virtual_stages = c.virtual_stages;
+  if (c.given.count("--num-virtual-stages-per-pipeline-rank")) o.virtual_stages = c.virtual_stages;
   o.max_virtual_stages = c.max_virtual_stages;
+  if (!std::isfinite(c.clip_grad_norm) || c.clip_grad_norm < 0) {
+    std::ostringstream v;
+    v << c.clip_grad_norm;
+    return Status::InvalidArgument("--clip-grad-norm " + v.str() + ": expected a finite max norm > 0 (0 = no clipping)");
+  }
   if (c.schedule != "auto") o.schedules = SplitComma(c.schedule);
   if (!c.memory_limit.empty()) {
     PW_ASSIGN_OR_RETURN(int64_t limit, ParseBytes(c.memory_limit));
@@ -106,8 +119,8 @@ Status RunPlan(const PlanCommandOptions& c) {
     PW_ASSIGN_OR_RETURN(Recompute r, ParseRecompute(c.recompute));
     o.recompute = r;
   }
-  if (c.first_stage_num_layers) o.first_stage_num_layers = c.first_stage_num_layers;
-  if (c.last_stage_num_layers) o.last_stage_num_layers = c.last_stage_num_layers;
+  if (c.given.count("--first-stage-num-layers")) o.first_stage_num_layers = c.first_stage_num_layers;
+  if (c.given.count("--last-stage-num-layers")) o.last_stage_num_layers = c.last_stage_num_layers;
   PW_ASSIGN_OR_RETURN(o.objective, ParseObjective(c.objective));
   o.clip_grad_norm = c.clip_grad_norm;
   // A profile's times and bytes were measured in float32 (pipewright profile
@@ -169,7 +182,12 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param); default bf16, fp32 with --profile");
   cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");
   cmd->add_option("-o,--output", opts->output, "plan file to write")->capture_default_str();
-  cmd->callback([opts, &ctx]() {
+  cmd->callback([opts, cmd, &ctx]() {
+    opts->given.clear();
+    for (const char* name : {"--num-microbatches", "--micro-batch-size", "--global-batch-size", "--seq-length",
+                             "--num-virtual-stages-per-pipeline-rank", "--first-stage-num-layers",
+                             "--last-stage-num-layers"})
+      if (cmd->count(name) > 0) opts->given.insert(name);
     Status st = RunPlan(*opts);
     if (!st.ok()) Fail(ctx, "plan", st);
   });

@@ -1,6 +1,7 @@
 // `pipewright schedule`: generate one schedule family for (P, m, v), lower,
 // validate, simulate, and print it (ascii summary + grid), export it as a
 // PyTorch CSV, or write a full plan file (JSON).
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -32,31 +33,6 @@ struct ScheduleOptions {
   std::string output;
 };
 
-StatusOr<StageCost> ParseCosts(const std::string& text) {
-  std::vector<double> v;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      double x = std::stod(item, &used);
-      if (used != item.size() || x < 0) throw std::invalid_argument(item);
-      v.push_back(x);
-    } catch (const std::exception&) {
-      return Status::InvalidArgument("--costs: '" + item + "' is not a non-negative number of seconds (in '" + text +
-                                     "'; expected F,I,W or F,I,W,B)");
-    }
-  }
-  if (v.size() != 3 && v.size() != 4)
-    return Status::InvalidArgument("--costs: expected F,I,W or F,I,W,B seconds per microbatch, got '" + text + "'");
-  StageCost c;
-  c.f = v[0];
-  c.i = v[1];
-  c.w = v[2];
-  if (v.size() == 4) c.b = v[3];
-  return c;
-}
-
 // `x` without trailing zeros ("2", "2.5").
 std::string FormatNumber(double x) {
   std::ostringstream out;
@@ -66,10 +42,11 @@ std::string FormatNumber(double x) {
 
 Status Run(const ScheduleOptions& o) {
   PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(o.schedule));
-  PW_ASSIGN_OR_RETURN(StageCost cost, ParseCosts(o.costs));
+  PW_ASSIGN_OR_RETURN(StageCost cost, ParseCostsFlag("--costs", o.costs, /*allow_b=*/true));
+  PW_RETURN_IF_ERROR(CheckNonNegativeFinite("--comm-latency", o.comm_latency_s));
   if (o.activation_bytes < 1) return Status::InvalidArgument("--activation-bytes must be >= 1");
-  if (o.wstash_ratio < 0) return Status::InvalidArgument("--wstash-ratio must be >= 0");
-  if (o.memory_limit < 0) return Status::InvalidArgument("--memory-limit must be >= 0");
+  PW_RETURN_IF_ERROR(CheckNonNegativeFinite("--wstash-ratio", o.wstash_ratio, "activations"));
+  PW_RETURN_IF_ERROR(CheckNonNegativeFinite("--memory-limit", o.memory_limit, "activations"));
   ScheduleRequest req;
   req.schedule = info.name;
   req.pp_size = o.pp;
@@ -83,14 +60,16 @@ Status Run(const ScheduleOptions& o) {
   if (o.pp >= 1 && req.virtual_stages >= 1) req.costs = UniformCosts(o.pp * req.virtual_stages, cost, mem, comm);
   std::optional<int64_t> limit_bytes;
   if (o.memory_limit > 0) {
-    limit_bytes = static_cast<int64_t>(o.memory_limit * o.activation_bytes + 0.5);
-    req.memory_limit = static_cast<double>(*limit_bytes);
+    // Not rounded up: 0.5 activations is below one activation, not 1.
+    const double limit = o.memory_limit * static_cast<double>(o.activation_bytes);
+    limit_bytes = static_cast<int64_t>(std::floor(limit));
+    req.memory_limit = limit;
   }
   // GenerateSchedule refuses an order over the limit (in bytes: --memory-limit
   // x --activation-bytes).
   StatusOr<Program> generated = GenerateSchedule(req);
   if (!generated.ok() && generated.status().code() == StatusCode::kInfeasible && limit_bytes &&
-      o.activation_bytes != 1)
+      (o.activation_bytes != 1 || static_cast<double>(*limit_bytes) != o.memory_limit))
     return Status::Infeasible(generated.status().message() + " (--memory-limit " + FormatNumber(o.memory_limit) +
                               " activations x --activation-bytes " + std::to_string(o.activation_bytes) + " = " +
                               std::to_string(*limit_bytes) + " bytes)");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "launch/commands.h"
+#include "launch/summary.h"
 #include "launch/viz/ascii_timeline.h"
 #include "launch/viz/chrome_trace.h"
 #include "launch/viz/diff.h"
@@ -31,28 +32,9 @@ struct ShowOptions {
   std::string costs = "1,1,1";
 };
 
-StatusOr<StageCost> ParseCsvCosts(const std::string& text) {
-  std::vector<double> v;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    double x = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || x < 0)
-      return Status::InvalidArgument("--costs: '" + item + "' is not a non-negative number of seconds");
-    v.push_back(x);
-  }
-  if (v.size() != 3) return Status::InvalidArgument("--costs: expected F,I,W seconds, got '" + text + "'");
-  StageCost c;
-  c.f = v[0];
-  c.i = v[1];
-  c.w = v[2];
-  return c;
-}
-
 Status Run(const ShowOptions& o) {
   viz::LoadOptions lo;
-  PW_ASSIGN_OR_RETURN(lo.csv_cost, ParseCsvCosts(o.costs));
+  PW_ASSIGN_OR_RETURN(lo.csv_cost, ParseCostsFlag("--costs", o.costs, /*allow_b=*/false));
   PW_ASSIGN_OR_RETURN(viz::LoadedInput in, viz::LoadForShow(o.input, lo));
   for (const std::string& n : in.notes) std::fprintf(stderr, "pipewright show: note: %s\n", n.c_str());
   const bool to_stdout = o.output.empty() || o.output == "-";

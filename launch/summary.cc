@@ -1,6 +1,10 @@
 #include "launch/summary.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <vector>
 
 namespace pw::cli {
 
@@ -21,6 +25,44 @@ std::string FormatSummary(const std::string& name, const Program& p, const SimRe
     out += buf;
   }
   return out;
+}
+
+namespace {
+std::string NumberText(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+}  // namespace
+
+StatusOr<StageCost> ParseCostsFlag(const std::string& flag, const std::string& text, bool allow_b) {
+  const std::string expected = allow_b ? "F,I,W or F,I,W,B" : "F,I,W";
+  std::vector<double> v;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const double x = item.empty() ? 0.0 : std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !std::isfinite(x) || x < 0)
+      return Status::InvalidArgument(flag + ": '" + item + "' is not a finite non-negative number of seconds (in '" +
+                                     text + "'; expected " + expected + ")");
+    v.push_back(x);
+  }
+  if (!text.empty() && text.back() == ',')
+    return Status::InvalidArgument(flag + ": empty item in '" + text + "' (expected " + expected + ")");
+  if (v.size() != 3 && !(allow_b && v.size() == 4))
+    return Status::InvalidArgument(flag + ": expected " + expected + " seconds per microbatch, got '" + text + "'");
+  StageCost c;
+  c.f = v[0];
+  c.i = v[1];
+  c.w = v[2];
+  if (v.size() == 4) c.b = v[3];
+  return c;
+}
+
+Status CheckNonNegativeFinite(const std::string& flag, double x, const std::string& what) {
+  if (std::isfinite(x) && x >= 0) return Status::Ok();
+  return Status::InvalidArgument(flag + " " + NumberText(x) + ": expected a finite number of " + what + " >= 0");
 }
 
 }  // namespace pw::cli

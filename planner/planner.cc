@@ -420,6 +420,14 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
     return Status::InvalidArgument("--num-virtual-stages-per-pipeline-rank must be >= 1, got " +
                                    std::to_string(*o.virtual_stages));
   if (o.seq_length < 0) return Status::InvalidArgument("--seq-length must be >= 1, got " + std::to_string(o.seq_length));
+  if (o.max_virtual_stages < 1)
+    return Status::InvalidArgument("--max-virtual-stages must be >= 1, got " + std::to_string(o.max_virtual_stages));
+  if (o.seq_length > 0 && model.config && model.config->max_positions > 0 &&
+      o.seq_length > model.config->max_positions)
+    return Status::InvalidArgument(
+        "--seq-length " + std::to_string(o.seq_length) + " is more than the model's " +
+        (model.config->family == ModelFamily::kGpt2 ? "n_positions" : "max_position_embeddings") + " (" +
+        std::to_string(model.config->max_positions) + "): its position embeddings do not reach that far");
   PW_ASSIGN_OR_RETURN(std::vector<ScheduleInfo> families, Families(o));
   PW_ASSIGN_OR_RETURN(std::vector<BatchSplit> batches, ResolveBatch(o));
   if (batches.empty())
@@ -458,8 +466,20 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
       // parent (interleaved-1f1b at v = 1 is 1f1b): not searched twice.
       int lo = std::max(f.min_virtual_stages, f.default_virtual_stages > 1 ? 2 : 1);
       int hi = f.max_virtual_stages > 0 ? f.max_virtual_stages : o.max_virtual_stages;
-      hi = std::min(hi, std::max(lo, o.max_virtual_stages));
+      hi = std::min(hi, o.max_virtual_stages);
       for (int v = lo; v <= hi; ++v) vs.push_back(v);
+      if (vs.empty()) {
+        // The family's smallest v is above the bound: one rejection says so.
+        Candidate c;
+        c.schedule = f.name;
+        c.virtual_stages = lo;
+        c.batch = batches[0];
+        c.recompute = RecomputeName(recomputes[0]);
+        c.reason = "--max-virtual-stages " + std::to_string(o.max_virtual_stages) + ": " + f.display_name +
+                   " needs v >= " + std::to_string(lo);
+        all.push_back(std::move(c));
+        continue;
+      }
     }
     for (int v : vs)
       for (const BatchSplit& b : batches)
@@ -568,13 +588,31 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
   return out;
 }
 
+namespace {
+
+bool IsMemoryReason(const std::string& reason) { return reason.rfind("memory", 0) == 0; }
+
+// A rejection that no memory or P fixes: the request itself is inconsistent
+// (a flag the family or the layer count cannot honour).
+bool IsRequestReason(const std::string& reason) {
+  return reason.rfind("--", 0) == 0 || reason.rfind("S = P*v", 0) == 0 ||
+         reason.find(" needs v in [") != std::string::npos || reason.rfind("partition: cannot split", 0) == 0;
+}
+
+}  // namespace
+
 StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptions& options) {
   if (options.clip_grad_norm > 0 && options.objective == Objective::kSteady)
     return Status::InvalidArgument(
         "--clip-grad-norm with --objective steady: clipping by the global norm puts a barrier at the end of every "
         "step, so the step time is makespan_s, not steady_step_s (PLAN_FORMAT rule 9); use --objective makespan");
   PW_ASSIGN_OR_RETURN(SearchResult r, EvaluateCandidates(model, options));
-  if (options.find_min_pp) {
+  // Every candidate refused by the request itself: bad input, and no other
+  // P helps (the smallest-P search is skipped).
+  const bool all_invalid = r.chosen < 0 && !r.candidates.empty() &&
+                           std::all_of(r.candidates.begin(), r.candidates.end(),
+                                       [](const Candidate& c) { return IsRequestReason(c.reason); });
+  if (options.find_min_pp && !all_invalid) {
     int max_pp = 0;
     for (const Candidate& c : r.candidates)
       if (!c.boundaries.empty()) max_pp = std::max(max_pp, c.boundaries.back());
@@ -588,9 +626,27 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
     r.min_pp = mp;
   }
   if (r.chosen < 0) {
+    // Why: memory, the request itself (a family that does not take that v,
+    // layers that do not split), or something else (generator, validator...).
+    int memory = 0, invalid = 0;
+    std::vector<std::string> reasons;  // distinct, in table order
+    for (const Candidate& c : r.candidates) {
+      if (IsMemoryReason(c.reason)) ++memory;
+      else if (IsRequestReason(c.reason)) ++invalid;
+      if (!IsMemoryReason(c.reason) && std::find(reasons.begin(), reasons.end(), c.reason) == reasons.end())
+        reasons.push_back(c.reason);
+    }
+    const int total = static_cast<int>(r.candidates.size());
     std::string msg = "no candidate fits on P=" + std::to_string(options.pp_size) + " ranks";
-    if (r.memory_limit_bytes) msg += " with --memory-limit " + FormatBytes(*r.memory_limit_bytes);
-    if (r.min_pp) {
+    if (memory > 0 && r.memory_limit_bytes) msg += " with --memory-limit " + FormatBytes(*r.memory_limit_bytes);
+    if (memory < total) {
+      msg += memory == 0 ? ": every candidate was refused: " : ": " + std::to_string(total - memory) + " of " +
+                                                               std::to_string(total) + " refused for other reasons than memory: ";
+      for (size_t k = 0; k < reasons.size() && k < 3; ++k) msg += (k ? "; " : "") + reasons[k];
+      if (reasons.size() > 3) msg += "; and " + std::to_string(reasons.size() - 3) + " more (see the table)";
+    }
+    if (total > 0 && invalid == total) return Status::InvalidArgument(msg + "\n" + FormatCandidateTable(r));
+    if (memory > 0 && r.min_pp) {
       if (r.min_pp->pp_size > 0)
         msg += "; the smallest P that fits (full recompute) is " + std::to_string(r.min_pp->pp_size) +
                (r.min_pp->pp_size > 1 ? "; at P=" + std::to_string(r.min_pp->pp_size - 1) + ": " + r.min_pp->smaller_reason

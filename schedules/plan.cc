@@ -1,5 +1,6 @@
 #include "schedules/plan.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -47,6 +48,16 @@ class Reader {
       if (!v->is_number()) return Error(p, "expected a number, got " + v->dump());
     }
     *out = v->get<T>();
+    return Status::Ok();
+  }
+  // A finite number >= 0 (seconds, bytes per second): negative or
+  // non-finite costs would make the simulation meaningless.
+  template <typename T>
+  Status NonNegative(const json& obj, const std::string& path, const char* key, T* out) const {
+    PW_RETURN_IF_ERROR(Number(obj, path, key, out));
+    const double x = static_cast<double>(*out);
+    if (!std::isfinite(x) || x < 0)
+      return Error(path.empty() ? key : path + "." + key, "must be a finite number >= 0, got " + obj.at(key).dump());
     return Status::Ok();
   }
   const std::string& source() const { return source_; }
@@ -169,24 +180,24 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     if (i == 0 && st.layer_begin != 0) return rd.Error(path + ".layers", "the first stage must start at layer 0");
     const json* cost;
     PW_RETURN_IF_ERROR(rd.Get(js, path, "cost_s", &cost));
-    PW_RETURN_IF_ERROR(rd.Number(*cost, path + ".cost_s", "F", &st.cost.f));
-    PW_RETURN_IF_ERROR(rd.Number(*cost, path + ".cost_s", "I", &st.cost.i));
-    PW_RETURN_IF_ERROR(rd.Number(*cost, path + ".cost_s", "W", &st.cost.w));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "F", &st.cost.f));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "I", &st.cost.i));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "W", &st.cost.w));
     st.cost.b = -1;
-    if (cost->contains("B")) PW_RETURN_IF_ERROR(rd.Number(*cost, path + ".cost_s", "B", &st.cost.b));
+    if (cost->contains("B")) PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "B", &st.cost.b));
     const json* mem;
     std::string mpath = path + ".memory_bytes";
     PW_RETURN_IF_ERROR(rd.Get(js, path, "memory_bytes", &mem));
-    PW_RETURN_IF_ERROR(rd.Number(*mem, mpath, "static", &st.memory.static_bytes));
-    PW_RETURN_IF_ERROR(rd.Number(*mem, mpath, "activation", &st.memory.activation));
-    PW_RETURN_IF_ERROR(rd.Number(*mem, mpath, "wstash", &st.memory.wstash));
-    PW_RETURN_IF_ERROR(rd.Number(*mem, mpath, "send_forward", &st.memory.send_forward));
-    PW_RETURN_IF_ERROR(rd.Number(*mem, mpath, "send_backward", &st.memory.send_backward));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "static", &st.memory.static_bytes));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "activation", &st.memory.activation));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "wstash", &st.memory.wstash));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "send_forward", &st.memory.send_forward));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "send_backward", &st.memory.send_backward));
     plan.stages.push_back(st);
   }
   PW_RETURN_IF_ERROR(rd.Get(doc, "", "comm", &v));
-  PW_RETURN_IF_ERROR(rd.Number(*v, "comm", "latency_s", &plan.comm.latency_s));
-  PW_RETURN_IF_ERROR(rd.Number(*v, "comm", "bandwidth_bytes_per_s", &plan.comm.bandwidth_bytes_per_s));
+  PW_RETURN_IF_ERROR(rd.NonNegative(*v, "comm", "latency_s", &plan.comm.latency_s));
+  PW_RETURN_IF_ERROR(rd.NonNegative(*v, "comm", "bandwidth_bytes_per_s", &plan.comm.bandwidth_bytes_per_s));
   PW_RETURN_IF_ERROR(rd.Get(doc, "", "memory_limit_bytes", &v));
   if (!v->is_null()) {
     if (!v->is_number_integer()) return rd.Error("memory_limit_bytes", "expected an integer or null");

@@ -92,13 +92,20 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
   if (a % kv != 0)
     return Status::InvalidArgument(source + ": 'num_attention_heads' (" + std::to_string(a) +
                                    ") must be a multiple of 'num_key_value_heads' (" + std::to_string(kv) + ")");
-  if (FindKey(c, {"head_dim"}, &key)) {
+  std::string hidden_key, heads_key;
+  FindKey(c, {"n_embd", "hidden_size"}, &hidden_key);
+  FindKey(c, {"n_head", "num_attention_heads"}, &heads_key);
+  // GPT-2 (transformers GPT2Attention) always splits the hidden size into
+  // heads: it has no head_dim field.
+  const bool explicit_head_dim = m.family != ModelFamily::kGpt2 && FindKey(c, {"head_dim"}, &key);
+  if (explicit_head_dim) {
     PW_RETURN_IF_ERROR(PositiveInt(c, source, {"head_dim"}, &m.head_dim));
   } else {
     if (m.hidden % a != 0)
-      return Status::InvalidArgument(source + ": hidden size " + std::to_string(m.hidden) +
-                                     " is not divisible by the number of heads " + std::to_string(a) +
-                                     " and 'head_dim' is not given");
+      return Status::InvalidArgument(source + ": field '" + hidden_key + "' (" + std::to_string(m.hidden) +
+                                     ") is not divisible by field '" + heads_key + "' (" + std::to_string(a) + ")" +
+                                     (m.family == ModelFamily::kGpt2 ? std::string()
+                                                                     : std::string(" and 'head_dim' is not given")));
     m.head_dim = m.hidden / a;
   }
   if (m.family == ModelFamily::kGpt2) {

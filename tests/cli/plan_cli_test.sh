@@ -41,4 +41,41 @@ grep -q -- '--first-stage-num-layers 10' "$T/err3.txt" || fail "override error d
 grep -q '"microbatch_sizes"' "$T/f.json" || fail "no microbatch_sizes"
 python3 -c "import json,sys; t=json.load(open('$T/f.json'))['training']; sys.exit(0 if t['microbatch_sizes']==[8,8,7,7] else 1)" \
   || fail "microbatch_sizes not [8,8,7,7]"
+# Bad flag values: exit 2, the flag and value named, no file.
+refuse() {  # refuse CODE PATTERN ARGS...
+  local code="$1" pattern="$2"; shift 2
+  rm -f "$T/r.json"
+  "$PW" plan "$@" -o "$T/r.json" > "$T/rout.txt" 2> "$T/rerr.txt"
+  local rc=$?
+  [ $rc -eq "$code" ] || fail "plan $*: exit $rc, want $code: $(head -c 600 "$T/rerr.txt")"
+  grep -q -- "$pattern" "$T/rerr.txt" || fail "plan $*: no '$pattern' in: $(head -c 600 "$T/rerr.txt")"
+  [ ! -e "$T/r.json" ] || fail "plan $*: a plan file was written"
+}
+G="--model-config gpt2 --device cpu-core --pp 4 --num-microbatches 8 --micro-batch-size 1"
+refuse 2 '--micro-batch-size must be >= 1, got 0' --model-config gpt2 --device cpu-core --pp 4 --num-microbatches 8 --micro-batch-size 0
+refuse 2 '--num-microbatches must be >= 1, got 0' --model-config gpt2 --device cpu-core --pp 4 --num-microbatches 0
+refuse 2 '--seq-length must be >= 1, got 0' $G --seq-length 0
+refuse 2 '--first-stage-num-layers must be >= 1, got 0' $G --first-stage-num-layers 0
+refuse 2 '--clip-grad-norm -1' $G --clip-grad-norm -1
+refuse 2 '--clip-grad-norm nan' $G --clip-grad-norm nan
+refuse 2 '--max-virtual-stages must be >= 1, got 0' $G --max-virtual-stages 0
+refuse 2 '--max-virtual-stages must be >= 1, got -3' $G --max-virtual-stages -3
+refuse 2 '--max-virtual-stages 1: Interleaved 1F1B needs v >= 2' $G --schedule interleaved-1f1b --max-virtual-stages 1
+refuse 2 'GPipe needs v in \[1, 1\]' $G --schedule gpipe --num-virtual-stages-per-pipeline-rank 2
+refuse 2 'every candidate was refused: .*S = P\*v = 20 stages > 14 layers' $G --num-virtual-stages-per-pipeline-rank 5
+grep -q 'smallest P that fits' "$T/rerr.txt" && fail "invalid v blamed on memory: $(head -c 400 "$T/rerr.txt")"
+# Model limits: --seq-length beyond n_positions; n_embd not divisible by n_head.
+CFG="$(dirname "$0")/../../models/configs/gpt2.json"
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); c['n_positions']=64; json.dump(c,open(sys.argv[2],'w'))" \
+  "$CFG" "$T/np64.json"
+refuse 2 '--seq-length 128 is more than the model.s n_positions (64)' --model-config "$T/np64.json" --device cpu-core \
+  --pp 4 --num-microbatches 8 --seq-length 128
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); c['n_embd']=100; c['n_head']=7; json.dump(c,open(sys.argv[2],'w'))" \
+  "$CFG" "$T/heads.json"
+refuse 2 "field 'n_embd' (100) is not divisible by field 'n_head' (7)" --model-config "$T/heads.json" --device cpu-core \
+  --pp 4 --num-microbatches 8
+# --max-virtual-stages 1 is honoured by every family (no zb-v v=2).
+"$PW" plan $G --max-virtual-stages 1 --no-min-pp -o "$T/v1.json" > "$T/v1.txt" || fail "--max-virtual-stages 1 plan failed"
+grep -q '^chosen: .* v=1 ' "$T/v1.txt" || fail "--max-virtual-stages 1 chose v > 1: $(grep chosen "$T/v1.txt")"
+grep -q 'zb-v .*--max-virtual-stages 1: ZB-V needs v >= 2' "$T/v1.txt" || fail "no zb-v rejection for --max-virtual-stages 1"
 echo "plan CLI: OK"

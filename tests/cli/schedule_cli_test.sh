@@ -58,5 +58,37 @@ PY
 expect_fail "plan whose predicted block lies" 2 "predicted does not match" "$pw" validate "$tmp/lied.json"
 expect_fail "missing file" 2 "cannot open" "$pw" validate "$tmp/nope.json"
 
+# Costs and latencies must be finite and >= 0 (schedule and show share one parser).
+for bad in nan,1,1 inf,1,1 1,-1,1 1,nan,1,1; do
+  expect_fail "schedule --costs $bad" 2 "\-\-costs: '" \
+    "$pw" schedule --schedule 1f1b --pp 4 --num-microbatches 8 --costs "$bad" -o "$tmp/badcost.txt"
+  check "schedule --costs $bad writes nothing" test ! -e "$tmp/badcost.txt"
+done
+for bad in -5 nan inf; do
+  expect_fail "schedule --comm-latency $bad" 2 "\-\-comm-latency $bad" \
+    "$pw" schedule --schedule 1f1b --pp 4 --num-microbatches 8 --comm-latency "$bad"
+done
+expect_fail "schedule --memory-limit nan" 2 "\-\-memory-limit nan" \
+  "$pw" schedule --schedule 1f1b --pp 4 --num-microbatches 8 --memory-limit nan
+"$pw" schedule --schedule 1f1b --pp 4 --num-microbatches 8 --format csv -o "$tmp/show.csv"
+for bad in nan,1,1 inf,1,1 1,-1,1; do
+  expect_fail "show --costs $bad" 2 "\-\-costs: '" "$pw" show "$tmp/show.csv" --costs "$bad"
+done
+expect_fail "show --costs with B" 2 "expected F,I,W" "$pw" show "$tmp/show.csv" --costs 1,1,1,1
+# A fractional limit below one activation is not rounded up to fit.
+expect_fail "zb-auto --memory-limit 0.5" 3 "\-\-memory-limit 0.5" \
+  "$pw" schedule --schedule zb-auto --pp 4 --num-microbatches 8 --memory-limit 0.5 -o "$tmp/half.txt"
+check "zb-auto --memory-limit 0.5 writes nothing" test ! -e "$tmp/half.txt"
+# A plan with a negative or non-finite cost is refused when read, naming the field.
+"$pw" schedule --schedule 1f1b --pp 2 --num-microbatches 4 --format json -o "$tmp/cost.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['stages'][0]['cost_s']['F']=-1; json.dump(d,open(sys.argv[2],'w'))" \
+  "$tmp/cost.json" "$tmp/negcost.json"
+expect_fail "plan with negative cost_s.F" 2 "stages\[0\].cost_s.F: must be a finite number >= 0" \
+  "$pw" validate "$tmp/negcost.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['comm']['latency_s']=-0.5; json.dump(d,open(sys.argv[2],'w'))" \
+  "$tmp/cost.json" "$tmp/neglat.json"
+expect_fail "plan with negative comm.latency_s" 2 "comm.latency_s: must be a finite number >= 0" \
+  "$pw" validate "$tmp/neglat.json"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

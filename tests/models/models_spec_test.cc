@@ -145,6 +145,21 @@ TEST(ModelConfigs, ErrorsNameTheField) {
   EXPECT_NE(nf.status().message().find("llama-2-7b"), std::string::npos) << "lists shipped names";
 }
 
+TEST(ModelConfigs, Gpt2HiddenMustSplitIntoHeads) {
+  // GPT-2 has no head_dim: n_embd must be a multiple of n_head.
+  nlohmann::json c = {{"model_type", "gpt2"}, {"n_layer", 2}, {"n_embd", 100}, {"n_head", 7},
+                      {"vocab_size", 50}, {"n_positions", 64}};
+  auto r = ParseModelConfig(c, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("field 'n_embd' (100) is not divisible by field 'n_head' (7)"),
+            std::string::npos)
+      << r.status().ToString();
+  c["head_dim"] = 10;  // not a GPT-2 field: does not make it valid
+  EXPECT_FALSE(ParseModelConfig(c, "x.json").ok());
+  c["n_head"] = 5;
+  EXPECT_TRUE(ParseModelConfig(c, "x.json").ok());
+}
+
 TEST(Devices, ShippedSpecsLoad) {
   for (const char* n : {"A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB"}) {
     auto d = LoadDeviceSpec(n);

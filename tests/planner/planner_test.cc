@@ -346,5 +346,59 @@ TEST(Planner, EachRankGetsItsOwnActivationRoom) {
   }
 }
 
+TEST(Planner, MaxVirtualStagesBoundsEveryFamily) {
+  PlannerModel m;
+  m.config = *LoadModelConfig("gpt2");
+  m.device = *LoadDeviceSpec("A100-40GB");
+  PlannerOptions o;
+  o.pp_size = 4;
+  o.num_microbatches = 8;
+  o.micro_batch_size = 1;
+  o.recompute = Recompute::kNone;
+  o.find_min_pp = false;
+  o.max_virtual_stages = 1;
+  auto r = EvaluateCandidates(m, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  bool zbv_rejected = false;
+  for (const Candidate& c : r->candidates) {
+    if (c.feasible) EXPECT_EQ(c.virtual_stages, 1) << c.schedule;
+    if (c.schedule == "zb-v") {
+      EXPECT_FALSE(c.feasible);
+      zbv_rejected = c.reason.find("--max-virtual-stages 1") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(zbv_rejected);
+  for (int bad : {0, -3}) {
+    o.max_virtual_stages = bad;
+    auto e = EvaluateCandidates(m, o);
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("--max-virtual-stages"), std::string::npos);
+  }
+}
+
+TEST(Planner, InvalidRequestIsBadInputNotMemory) {
+  PlannerModel m;
+  m.config = *LoadModelConfig("gpt2");
+  m.device = *LoadDeviceSpec("A100-40GB");
+  PlannerOptions o;
+  o.pp_size = 4;
+  o.num_microbatches = 8;
+  o.micro_batch_size = 1;
+  o.schedules = {"gpipe"};
+  o.virtual_stages = 2;
+  auto r = SearchPlans(m, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("every candidate was refused: GPipe needs v"), std::string::npos);
+  EXPECT_EQ(r.status().message().find("smallest P that fits"), std::string::npos);
+  // --seq-length beyond the model's positions.
+  o.schedules.clear();
+  o.virtual_stages.reset();
+  o.seq_length = 2048;  // gpt2: n_positions 1024
+  auto s = SearchPlans(m, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("n_positions (1024)"), std::string::npos) << s.status().ToString();
+}
+
 }  // namespace
 }  // namespace pw
