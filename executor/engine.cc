@@ -370,7 +370,15 @@ StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const
       const std::string path = dir + "/stage_" + std::to_string(s.index) + ".pt";
       if (!std::filesystem::exists(path)) return Status::NotFound("checkpoint file " + path + " is missing");
       models::GptStage module(cfg, s.layer_begin, s.layer_end, 0, torch::kFloat);
-      torch::load(module, path, torch::Device(torch::kCPU));  // stages saved from a CUDA run load on the CPU
+      try {
+        torch::load(module, path, torch::Device(torch::kCPU));  // stages saved from a CUDA run load on the CPU
+      } catch (const c10::Error& e) {
+        // Most often the files of another plan: other layers in this stage.
+        std::string what = e.what_without_backtrace();
+        what = what.substr(0, what.find('\n'));
+        return Status::InvalidArgument("checkpoint " + dir + " does not match the plan (stage " +
+                                       std::to_string(s.index) + ": " + path + ": " + what + ")");
+      }
       module->eval();
       stages.push_back(module);
     }

@@ -74,10 +74,50 @@ int64_t FileBytes(const std::string& path) {
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+constexpr char kNonFiniteLoss[] = "non-finite loss";
+
 }  // namespace
 
+Status ValidateRunOptions(const RunOptions& o) {
+  auto bad = [](const std::string& flag, const std::string& value, const std::string& rule) {
+    return Status::InvalidArgument(flag + " " + value + ": " + rule);
+  };
+  if (o.steps < 1) return bad("--steps", std::to_string(o.steps), "must be >= 1");
+  if (!std::isfinite(o.lr) || o.lr <= 0) return bad("--lr", Num(o.lr), "the learning rate must be finite and > 0");
+  if (!std::isfinite(o.beta2) || o.beta2 < 0 || o.beta2 >= 1)
+    return bad("--adam-beta2", Num(o.beta2), "must be in [0, 1)");
+  if (!std::isfinite(o.weight_decay) || o.weight_decay < 0)
+    return bad("--weight-decay", Num(o.weight_decay), "must be finite and >= 0");
+  // -1 (the default) means the plan's training.clip_grad_norm.
+  if (!std::isfinite(o.clip_grad_norm) || (o.clip_grad_norm < 0 && o.clip_grad_norm != -1))
+    return bad("--clip-grad-norm", Num(o.clip_grad_norm), "must be finite and >= 0 (0 = off)");
+  if (!std::isfinite(o.temperature) || o.temperature <= 0)
+    return bad("--temperature", Num(o.temperature), "must be finite and > 0");
+  if (o.sample_tokens < 0) return bad("--sample", std::to_string(o.sample_tokens), "must be >= 0 (0 = no sample)");
+  if (o.warmup_steps < 0)
+    return bad("--warmup-steps", std::to_string(o.warmup_steps), "must be >= 0 (0 = no warm-up)");
+  if (o.checkpoint_every < 0)
+    return bad("--checkpoint-every", std::to_string(o.checkpoint_every), "must be >= 0 (0 = never)");
+  if (o.log_every < 1) return bad("--log-every", std::to_string(o.log_every), "must be >= 1");
+  if (o.trace_step < -1 || o.trace_step >= o.steps)
+    return bad("--trace-step", std::to_string(o.trace_step),
+               "must be a 0-based step below --steps " + std::to_string(o.steps));
+  return Status::Ok();
+}
+
+bool IsNonFiniteLoss(const Status& status) {
+  return status.code() == StatusCode::kComputeError && status.message().find(kNonFiniteLoss) != std::string::npos;
+}
+
 StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, std::FILE* out) {
-  if (options.steps < 1) return Status::InvalidArgument("--steps must be >= 1");
+  // Local checks only, the same on every rank: all ranks refuse together.
+  PW_RETURN_IF_ERROR(ValidateRunOptions(options));
   // Every failure before training is folded into the plan agreement, so that
   // all ranks refuse together instead of some waiting for the others.
   StatusOr<Plan> plan = ReadPlanFile(options.plan_path);
@@ -152,6 +192,13 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     TokenBatch batch = data->Batch(step, shape->batch_rows);
     StatusOr<StepReport> r = engine->Step(batch, /*apply_optimizer=*/true, &hooks);
     if (!r.ok()) return r.status();
+    // The loss is all-gathered in Step: every rank sees the same value and
+    // stops here at the same step.
+    if (!std::isfinite(r->loss))
+      return Status::ComputeError(std::string(kNonFiniteLoss) + " (" + Num(r->loss) + ") at step " +
+                                  std::to_string(step + 1) + "/" + std::to_string(options.steps) + " (rank " +
+                                  std::to_string(comm.rank()) + "): training diverged; lower --lr (" +
+                                  Num(LearningRate(options, step)) + " at this step) or use --clip-grad-norm");
     if (step == trace_step) traced = r->spans;
     const double tps = static_cast<double>(r->tokens) / r->step_s;
     if (step == summary.first_step) summary.first_loss = r->loss;

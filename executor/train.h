@@ -72,4 +72,16 @@ struct RunSummary {
 // and of --clip-grad-norm on a plan without a global barrier.
 StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, std::FILE* out);
 
+// The checks of the options alone (no files, no peers): InvalidArgument naming
+// the flag and its value (--lr, --adam-beta2, --weight-decay, --clip-grad-norm,
+// --temperature, --sample, --steps, --trace-step, --warmup-steps,
+// --checkpoint-every, --log-every). Every rank has the same options, so every
+// rank refuses alike before any collective; RunTraining calls it first.
+Status ValidateRunOptions(const RunOptions& options);
+
+// True for RunTraining's refusal of a non-finite loss: the loss is summed over
+// all ranks in every step, so every rank returns this error at the same step
+// (no rank is left waiting; the launcher need not abort the job).
+bool IsNonFiniteLoss(const Status& status);
+
 }  // namespace pw::exec

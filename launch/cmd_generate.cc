@@ -1,8 +1,10 @@
 // `pipewright generate`: sample text from the stages `pipewright run --save`
 // wrote, in one process:
 //   pipewright generate --plan plan.json --checkpoint ckpt/ --tokens 300
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "executor/engine.h"
 #include "launch/commands.h"
@@ -18,9 +20,27 @@ struct GenerateOptions {
 };
 
 Status RunGenerate(const GenerateOptions& o) {
+  if (o.sample.tokens < 1)
+    return Status::InvalidArgument("--tokens " + std::to_string(o.sample.tokens) + ": must be >= 1");
+  if (!std::isfinite(o.sample.temperature) || o.sample.temperature <= 0) {
+    char v[64];
+    std::snprintf(v, sizeof(v), "%g", o.sample.temperature);
+    return Status::InvalidArgument(std::string("--temperature ") + v + ": must be finite and > 0");
+  }
   PW_ASSIGN_OR_RETURN(Plan plan, ReadPlanFile(o.plan_path));
-  PW_ASSIGN_OR_RETURN(std::string text, exec::SampleText(plan, o.checkpoint_dir, o.sample));
-  std::printf("%s\n", text.c_str());
+  StatusOr<std::string> text = exec::SampleText(plan, o.checkpoint_dir, o.sample);
+  if (!text.ok()) {
+    // SampleText says "... does not match the plan (stage s: ...)" when a
+    // stage file has other layers than the plan's stage: name the plan file.
+    const std::string& m = text.status().message();
+    const std::string key = "does not match the plan";
+    const size_t at = m.find(key);
+    if (text.status().code() == StatusCode::kInvalidArgument && at != std::string::npos)
+      return Status::InvalidArgument(m.substr(0, at) + "does not match plan " + o.plan_path +
+                                     m.substr(at + key.size()));
+    return text.status();
+  }
+  std::printf("%s\n", text->c_str());
   return Status::Ok();
 }
 

@@ -1,5 +1,6 @@
 // `pipewright run`: replay a plan with LibTorch + MPI, one process per rank:
 //   mpirun -np 4 pipewright run --plan plan.json --data corpus.txt --steps 50
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -20,13 +21,23 @@ namespace {
 
 // Refusals before training (bad plan, wrong -np, missing data, pre-flight)
 // are reached by every rank together; anything else is one rank failing in
-// the middle of a step while its peers wait for its messages.
+// the middle of a step while its peers wait for its messages. A non-finite
+// loss is seen by every rank at the same step (the loss is all-gathered).
 bool EveryRankStopsTogether(const Status& st) {
   return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound ||
-         st.code() == StatusCode::kInfeasible;
+         st.code() == StatusCode::kInfeasible || exec::IsNonFiniteLoss(st);
 }
 
 void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm_kind, CommandContext& ctx) {
+  // Option checks first, before the launcher and any peer: every rank has the
+  // same options, so every rank refuses alike.
+  if (!std::isfinite(watchdog_s) || watchdog_s < 0) {
+    char v[64];
+    std::snprintf(v, sizeof(v), "%g", watchdog_s);
+    return Fail(ctx, "run", Status::InvalidArgument(std::string("--watchdog-s ") + v +
+                                                    ": must be finite and >= 0 (0 = never)"));
+  }
+  if (Status st = exec::ValidateRunOptions(options); !st.ok()) return Fail(ctx, "run", st);
   if (comm_kind == "nccl" && options.device != "cuda")
     return Fail(ctx, "run", Status::InvalidArgument("--comm nccl needs --device cuda (NCCL moves GPU buffers)"));
 #ifndef PW_HAVE_NCCL
@@ -119,24 +130,24 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--data", options->data_path, "training text file (bytes are tokens)")->required();
   cmd->add_option("--steps", options->steps, "optimizer steps")->capture_default_str();
   cmd->add_option("--seed", options->seed, "seed of data order and initial weights")->capture_default_str();
-  cmd->add_option("--lr", options->lr, "AdamW learning rate")->capture_default_str();
-  cmd->add_option("--warmup-steps", options->warmup_steps, "linear warm-up steps, then cosine decay to lr/10")
+  cmd->add_option("--lr", options->lr, "AdamW learning rate (> 0)")->capture_default_str();
+  cmd->add_option("--warmup-steps", options->warmup_steps, "linear warm-up steps, then cosine decay to lr/10 (0 = no warm-up)")
       ->capture_default_str();
-  cmd->add_option("--adam-beta2", options->beta2, "AdamW beta2")->capture_default_str();
-  cmd->add_option("--weight-decay", options->weight_decay, "AdamW weight decay")->capture_default_str();
+  cmd->add_option("--adam-beta2", options->beta2, "AdamW beta2, in [0, 1)")->capture_default_str();
+  cmd->add_option("--weight-decay", options->weight_decay, "AdamW weight decay (>= 0)")->capture_default_str();
   cmd->add_option("--dtype", *dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
-  cmd->add_option("--log-every", options->log_every, "print every k-th step")->capture_default_str();
+  cmd->add_option("--log-every", options->log_every, "print every k-th step (>= 1)")->capture_default_str();
   cmd->add_option("--save", options->save_dir, "directory to write stage_<s>.pt checkpoints into");
-  cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled bytes");
+  cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled bytes (0 = none)");
   cmd->add_option("--prompt", options->sample_prompt, "prompt of --sample");
-  cmd->add_option("--temperature", options->temperature, "sampling temperature")->capture_default_str();
+  cmd->add_option("--temperature", options->temperature, "sampling temperature (> 0)")->capture_default_str();
   cmd->add_option("--checkpoint-dir", options->checkpoint_dir, "root of step_<n>/ checkpoints (rank files + manifest)");
-  cmd->add_option("--checkpoint-every", options->checkpoint_every, "save a checkpoint after every N-th step");
+  cmd->add_option("--checkpoint-every", options->checkpoint_every, "save a checkpoint after every N-th step (0 = never)");
   cmd->add_option("--resume", options->resume, "continue from a step_<n> checkpoint directory, or the latest in a root");
   cmd->add_option("--clip-grad-norm", options->clip_grad_norm,
                   "clip gradients by their global L2 norm (default: the plan's training.clip_grad_norm; 0 = off)");
   cmd->add_option("--trace", options->trace_path, "write a measured Perfetto/Chrome trace of one step (all ranks)");
-  cmd->add_option("--trace-step", options->trace_step, "0-based step to trace (default: the last)");
+  cmd->add_option("--trace-step", options->trace_step, "0-based step to trace, below --steps (default: the last)");
   cmd->add_option("--device", options->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--comm", *comm_kind,

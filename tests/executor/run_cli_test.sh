@@ -23,4 +23,45 @@ if "${mpi[@]}" -np 3 "$pipewright" run --plan "$work/plan.json" --data "$work/te
   echo "FAIL: run with -np 3 on a pp_size=2 plan succeeded"; exit 1
 fi
 grep -q "pp_size=2" "$work/wrong.txt" || { cat "$work/wrong.txt"; echo "FAIL: no pp_size in the refusal"; exit 1; }
+
+# expect_fail WANT_RC PATTERN CMD...: CMD must exit with WANT_RC ("nonzero":
+# any failure but a timeout) within 60 s, and its output must contain PATTERN.
+expect_fail() {
+  local want=$1 pattern=$2 rc=0
+  shift 2
+  timeout 60 "$@" > "$work/fail.txt" 2>&1 || rc=$?
+  if [ "$rc" = 124 ]; then cat "$work/fail.txt"; echo "FAIL: hung (timeout 60 s): $*"; exit 1; fi
+  if [ "$want" = nonzero ]; then
+    [ "$rc" != 0 ] || { cat "$work/fail.txt"; echo "FAIL: exit 0: $*"; exit 1; }
+  elif [ "$rc" != "$want" ]; then
+    cat "$work/fail.txt"; echo "FAIL: exit $rc, want $want: $*"; exit 1
+  fi
+  grep -qF -- "$pattern" "$work/fail.txt" || { cat "$work/fail.txt"; echo "FAIL: no '$pattern' in: $*"; exit 1; }
+}
+run2=("${mpi[@]}" -np 2 "$pipewright" run --plan "$work/plan.json" --data "$work/text.txt" --steps 2)
+# 1. Optimizer options: refused before anything starts, naming the flag.
+expect_fail 2 "--lr nan" "${run2[@]}" --lr nan
+expect_fail 2 "--lr -1" "${run2[@]}" --lr -1
+expect_fail 2 "--adam-beta2 2" "${run2[@]}" --adam-beta2 2
+expect_fail 2 "--weight-decay -1" "${run2[@]}" --weight-decay -1
+expect_fail 2 "--clip-grad-norm -2" "${run2[@]}" --clip-grad-norm -2
+# 2. Other options: refused at startup on every rank (no rank left waiting).
+expect_fail 2 "--temperature 0" "${run2[@]}" --sample 20 --temperature 0
+expect_fail 2 "--sample -1" "${run2[@]}" --sample -1
+expect_fail 2 "--trace-step 5" "${run2[@]}" --trace "$work/t.json" --trace-step 5
+expect_fail 2 "--warmup-steps -1" "${run2[@]}" --warmup-steps -1
+expect_fail 2 "--checkpoint-every -1" "${run2[@]}" --checkpoint-every -1
+expect_fail 2 "--log-every 0" "${run2[@]}" --log-every 0
+expect_fail 2 "--watchdog-s -1" "${run2[@]}" --watchdog-s -1
+# 3. generate: bad --tokens; a checkpoint of another plan names both.
+expect_fail 2 "--tokens -3" "$pipewright" generate --plan "$work/plan.json" --checkpoint "$work/ckpt" --tokens -3
+printf '{"n_layer": 4, "n_embd": 16, "n_head": 2, "n_positions": 16}\n' > "$work/model4.json"
+"$make_plan" --schedule zb-h1 --pp 2 -m 3 --model-config "$work/model4.json" --seq-length 16 \
+  --micro-batch-size 2 --out "$work/other.json" > /dev/null
+expect_fail 2 "checkpoint $work/ckpt does not match plan $work/other.json (stage " \
+  "$pipewright" generate --plan "$work/other.json" --checkpoint "$work/ckpt" --tokens 5
+# 4. A diverging run stops with an error naming the step, on every rank.
+expect_fail nonzero "non-finite loss" "${run2[@]}" --lr 1e30 --warmup-steps 0
+grep -q "at step [0-9]" "$work/fail.txt" || { cat "$work/fail.txt"; echo "FAIL: no step in the loss error"; exit 1; }
+if grep -q "^done:" "$work/fail.txt"; then cat "$work/fail.txt"; echo "FAIL: diverged run reported done"; exit 1; fi
 echo "OK"
