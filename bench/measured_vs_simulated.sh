@@ -11,7 +11,10 @@
 #   out-dir    default a fresh temp dir; the Markdown report is out-dir/report.md
 # Environment: PW_BENCH_STEPS (timed steps per plan, default 10),
 #   PW_BENCH_WARMUP (untimed steps first, default 3), PW_BENCH_MICRO_BATCH (b, default 4),
-#   PW_BENCH_SCHEDULES (default "gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v zb-auto").
+#   PW_BENCH_SCHEDULES (default "gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v zb-auto"),
+#   PW_BENCH_PROFILE_SOLO=1 (rank 0 profiles the layers alone: `profile --solo`),
+#   PW_HOST_MEMORY=release (ranks hand freed memory back to the kernel, glibc's
+#   default; executor/host_memory.h). The last two reproduce the Reading's ablations.
 set -euo pipefail
 
 build=${1:-build}
@@ -31,6 +34,7 @@ report=$out/report.md
 mpi=(mpirun -np 2 --bind-to core --map-by core -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1
      -x OMPI_MCA_mpi_yield_when_idle=1)
 [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
+[[ -n ${PW_HOST_MEMORY:-} ]] && mpi+=(-x PW_HOST_MEMORY)
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 # Model: GPT, 8 blocks, width 256, 8 heads, sequences of 128 bytes.
@@ -49,6 +53,7 @@ fi > "$out/text.txt"
   echo
   echo "Machine: $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "Setup: P=2 ranks under mpirun, each bound to its own core, 1 LibTorch intra-op thread, OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1; model $(cat "$out/model.json")"
+  echo "Layers profiled on $([[ ${PW_BENCH_PROFILE_SOLO:-0} == 1 ]] && echo 'rank 0 alone (--solo)' || echo 'both ranks at once'); freed host memory $([[ ${PW_HOST_MEMORY:-} == release ]] && echo 'handed back to the kernel (PW_HOST_MEMORY=release)' || echo 'kept by each rank (executor/host_memory.h)')."
   echo "Plans: pipewright plan --profile, m=8 microbatches of b=$b sequences x 128 tokens, objective makespan, no memory limit."
   echo
   echo '## Profile (mpirun -np 2 pipewright profile)'
@@ -56,6 +61,7 @@ fi > "$out/text.txt"
 } > "$report"
 profile_args=(--model-config "$out/model.json" --micro-batch-sizes 1,2,4 --seq-lengths 64,128 --warmup 2
               --repetitions 6 --in-flight 4)
+[[ ${PW_BENCH_PROFILE_SOLO:-0} == 1 ]] && profile_args+=(--solo)
 "${mpi[@]}" "$pw" profile "${profile_args[@]}" -o "$out/profile.json" | tee -a "$report"
 echo '```' >> "$report"
 
@@ -82,7 +88,7 @@ if "$pw" run --help 2>&1 | grep -q -- '--trace'; then
   echo >> "$report"
   echo '## pipewright run --trace (1f1b, 5 steps)' >> "$report"
   echo '```' >> "$report"
-  "${mpi[@]}" "$pw" run --plan "$out/plan_1f1b.json" --data "$out/text.txt" --steps 5 \
+  "${mpi[@]}" "$pw" run --plan "$out/plan_1f1b.json" --data "$out/text.txt" --steps 5 --lr 1e-3 \
     --trace "$out/traces/run_1f1b.trace.json" | tail -3 | tee -a "$report"
   echo '```' >> "$report"
 fi

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "executor/host_memory.h"
 #include "executor/interpreter.h"
 #include "executor/launch_env.h"
 #include "executor/preflight.h"
@@ -89,6 +90,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   impl->options = options;
   impl->checked = checked;
   if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
+  // Activations live in host memory: keep what a step freed for the next one
+  // (host_memory.h), as the profile measured with.
+  if (options.device == "cpu") KeepFreedHostMemory();
   if (options.device != "cpu") {
     // Every rank must refuse together, so the check is agreed on.
     const bool usable = options.device == "cuda" && torch::cuda::is_available();

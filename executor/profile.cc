@@ -12,8 +12,11 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <unordered_map>
 
+#include "executor/host_memory.h"
 #include "executor/torch_backend.h"
 #include "models/torch/gpt.h"
 #include "models/torch/gpt_config.h"
@@ -271,6 +274,43 @@ int64_t MeasureStaticBytes(const models::GptConfig& c, int layer, torch::Dtype d
   return TrackedCpuBytes() - base;
 }
 
+// With `comm`: every rank's status of the step just done, gathered; the
+// first failure (naming its rank) is returned on every rank, so no rank waits
+// for one that stopped. Without: `mine`.
+Status AgreeAcrossRanks(Communicator* comm, const Status& mine) {
+  if (!comm) return mine;
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm->AllGather(mine.ok() ? "" : mine.ToString()));
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty())
+      return static_cast<int>(r) == comm->rank() ? mine
+                                                  : Status::ComputeError("rank " + std::to_string(r) + ": " + all[r]);
+  return Status::Ok();
+}
+
+// Replaces `acc` on every rank by all ranks' samples, concatenated in rank
+// order (the median is then taken over the pool).
+Status PoolAcrossRanks(Communicator& comm, ShapeSamples* acc) {
+  const nlohmann::json mine = {{"f", acc->f}, {"i", acc->i}, {"w", acc->w}, {"b", acc->b},
+                               {"activation", acc->activation}, {"wstash", acc->wstash}};
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm.AllGather(mine.dump()));
+  ShapeSamples pooled;
+  pooled.output_bytes = acc->output_bytes;
+  for (const std::string& text : all) {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    auto append = [&j](const char* key, auto* out) {
+      for (const auto& v : j.at(key)) out->push_back(v.get<typename std::decay_t<decltype(*out)>::value_type>());
+    };
+    append("f", &pooled.f);
+    append("i", &pooled.i);
+    append("w", &pooled.w);
+    append("b", &pooled.b);
+    append("activation", &pooled.activation);
+    append("wstash", &pooled.wstash);
+  }
+  *acc = std::move(pooled);
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FILE* log) {
@@ -289,6 +329,7 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
   if (o.in_flight < 1)
     return Status::InvalidArgument("--in-flight must be >= 1, got " + std::to_string(o.in_flight));
   InstallPeakTrackingCpuAllocator();
+  KeepFreedHostMemory();  // the executor's host memory policy (host_memory.h)
   if (o.threads > 0) torch::set_num_threads(o.threads);
   torch::manual_seed(o.seed);
   const torch::Dtype dtype = o.double_precision ? torch::kDouble : torch::kFloat;
@@ -306,6 +347,7 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
     ShapeSamples acc;
   };
   std::vector<Shape> shapes;
+  Status setup;
   try {
     for (int layer : {0, 1, last}) {
       const char* kind = KindOf(config, layer);
@@ -321,15 +363,29 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
         for (int b : o.micro_batch_sizes) shapes.push_back(Shape{run.get(), b, s, {}});
       runs.push_back(std::move(run));
     }
-    for (int round = 0; round < o.warmup + o.repetitions; ++round)
-      for (Shape& sh : shapes) {
-        Status st = MeasureRound(*sh.run, sh.b, sh.s, o.in_flight, round >= o.warmup, &sh.acc);
-        if (!st.ok())
-          return st.WithContext(std::string(KindOf(config, sh.run->layer)) + " b=" + std::to_string(sh.b) +
-                                " s=" + std::to_string(sh.s));
-      }
   } catch (const c10::Error& e) {
-    return Status::ComputeError(std::string("profiling: ") + e.what_without_backtrace());
+    setup = Status::ComputeError(std::string("profiling setup: ") + e.what_without_backtrace());
+  }
+  PW_RETURN_IF_ERROR(AgreeAcrossRanks(o.comm, setup));
+  for (int round = 0; round < o.warmup + o.repetitions; ++round)
+    for (Shape& sh : shapes) {
+      Status st;
+      try {
+        st = MeasureRound(*sh.run, sh.b, sh.s, o.in_flight, round >= o.warmup, &sh.acc);
+      } catch (const c10::Error& e) {
+        st = Status::ComputeError(std::string("profiling: ") + e.what_without_backtrace());
+      }
+      if (!st.ok())
+        st = st.WithContext(std::string(KindOf(config, sh.run->layer)) + " b=" + std::to_string(sh.b) +
+                            " s=" + std::to_string(sh.s));
+      // Between rounds the ranks meet, so the next round runs on all of them at once.
+      PW_RETURN_IF_ERROR(AgreeAcrossRanks(o.comm, st));
+    }
+  if (o.comm) {
+    for (Shape& sh : shapes) PW_RETURN_IF_ERROR(PoolAcrossRanks(*o.comm, &sh.acc));
+    if (log)
+      std::fprintf(log, "layers measured on %d ranks at once (medians over %zu samples per shape and pass)\n",
+                   o.comm->size(), shapes.empty() ? size_t{0} : shapes.front().acc.f.size());
   }
   for (const Shape& sh : shapes) {
     ProfileSample sample = Summarise(KindOf(config, sh.run->layer), sh.b, sh.s, sh.acc);

@@ -35,6 +35,16 @@ struct LayerProfileOptions {
   int threads = 1;                           // LibTorch intra-op threads (the executor uses 1 per rank)
   bool double_precision = false;             // float64 instead of float32
   uint64_t seed = 1234;
+  // Ranks measuring at once: null = this process alone. Otherwise every rank
+  // of `comm` calls MeasureLayers with the same options; the ranks run each
+  // round at the same time (a gather of their status between rounds keeps
+  // them aligned and stops all of them if one fails) and every rank returns
+  // the medians of all ranks' samples pooled. A pipeline step keeps every
+  // rank computing at once; on a CPU host they share the last-level cache and
+  // memory bandwidth (on the 2-core CI machine a GPT block's F and B run
+  // 10-15 % slower with both cores busy than alone), so this is how a profile
+  // sees the speed a rank has inside a run.
+  Communicator* comm = nullptr;
 };
 
 struct LayerMeasurements {
@@ -53,10 +63,12 @@ struct LayerMeasurements {
 // executor does, W the deferred weight gradients. Bytes (counting allocator):
 // activation = held after F (incl. the output) until I; wstash = held after I
 // until W, excluding the input gradient that is sent away.
+// With options.comm, collective over its ranks (see LayerProfileOptions::comm).
 // Errors: InvalidArgument naming the option (empty shape lists, a sequence
 // length above n_positions, warm-up < 0, repetitions < 1, in_flight < 1, bad model
 // config);
-// ComputeError from LibTorch with the kind and shape.
+// ComputeError from LibTorch with the kind and shape (with comm: naming the
+// rank it happened on, returned on every rank); comm errors.
 StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& options, std::FILE* log);
 
 // One-way point-to-point time between rank 0 and rank 1 for each size in

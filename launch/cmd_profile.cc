@@ -34,6 +34,7 @@ struct ProfileCommandOptions {
   int threads = 1;
   std::string dtype = "float32";
   uint64_t seed = 1234;
+  bool solo = false;  // under mpirun: rank 0 measures the layers alone
   int ref_micro_batch_size = 0;
   int ref_seq_length = 0;
   std::vector<int64_t> p2p_bytes{4096, 65536, 262144, 1048576, 4194304};
@@ -65,8 +66,12 @@ Status RunProfile(const ProfileCommandOptions& c) {
   } else {
     std::printf("p2p: not measured (a single process; launch with mpirun -np 2 to measure the link)\n");
   }
+  // The layers: every rank measures at once (as in a run), or rank 0 alone
+  // with --solo while the others wait.
+  const bool together = comm && !c.solo;
+  bool failed_on_every_rank = false;  // a measuring failure of `together` reaches every rank
   Status result;
-  if (printer) {
+  if (printer || together) {
     exec::LayerProfileOptions lo;
     lo.model = model;
     lo.micro_batch_sizes = c.micro_batch_sizes;
@@ -77,8 +82,15 @@ Status RunProfile(const ProfileCommandOptions& c) {
     lo.threads = c.threads;
     lo.double_precision = c.dtype == "float64";
     lo.seed = c.seed;
+    if (together) lo.comm = comm.get();
     result = [&]() -> Status {
-      PW_ASSIGN_OR_RETURN(exec::LayerMeasurements m, exec::MeasureLayers(lo, stdout));
+      StatusOr<exec::LayerMeasurements> measured = exec::MeasureLayers(lo, printer ? stdout : nullptr);
+      if (!measured.ok()) {
+        failed_on_every_rank = together;
+        return measured.status();
+      }
+      if (!printer) return Status::Ok();
+      exec::LayerMeasurements& m = *measured;
       profile.model = model;
       profile.samples = m.samples;
       profile.element_bytes = m.element_bytes;
@@ -96,6 +108,7 @@ Status RunProfile(const ProfileCommandOptions& c) {
                        {"repetitions", c.repetitions},
                        {"in_flight", c.in_flight},
                        {"ranks", env.world_size},
+                       {"ranks_measuring_layers", together ? env.world_size : 1},
                        {"statistic", "median"}};
       PW_RETURN_IF_ERROR(FitProfile(profile, m.static_bytes));
       std::printf("\nfits (least squares on relative residuals, Eigen):\n%s", FormatProfileFits(profile).c_str());
@@ -109,8 +122,10 @@ Status RunProfile(const ProfileCommandOptions& c) {
       return Status::Ok();
     }();
   }
-  // The other ranks wait for rank 0 (and learn whether it succeeded).
-  if (comm) {
+  // The other ranks wait for rank 0's fit and write (and learn whether it
+  // succeeded), unless a failure while measuring together already stopped
+  // every rank with the same error.
+  if (comm && !failed_on_every_rank) {
     PW_ASSIGN_OR_RETURN(auto all, comm->AllGather(result.ok() ? "" : result.ToString()));
     if (!printer && !all[0].empty()) return Status::Internal("rank 0 failed: " + all[0]);
   }
@@ -135,6 +150,9 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--in-flight", o->in_flight,
                   "microbatches per round, alive at once as in a pipeline step (F x k, I x k, W x k, F x k, B x k)")
       ->capture_default_str();
+  cmd->add_flag("--solo", o->solo,
+               "under mpirun, rank 0 measures the layers alone while the others wait (default: every rank measures "
+               "at once, as they compute in a run, and the samples are pooled)");
   cmd->add_option("--threads", o->threads, "LibTorch intra-op threads (the executor uses 1)")->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--seed", o->seed, "seed of weights and inputs")->capture_default_str();

@@ -53,6 +53,22 @@ grep -q -- '--seq-lengths' "$work/err.txt" || fail "error does not name --seq-le
 grep -q '^comm model: latency' "$work/p2.txt" || fail "no comm model under mpirun"
 python3 -c "import json,sys; c=json.load(open('$work/p2.json'))['comm']; sys.exit(0 if c['latency_s']>=0 and len(c['samples'])==3 else 1)" \
   || fail "comm samples/fit missing"
+# Both ranks measured the layers at once and their samples were pooled:
+# 2 ranks x 2 timed rounds x 4 microbatches in flight = 16 per shape; rank 0
+# alone printed the 3 kinds x 4 shapes.
+grep -q '^layers measured on 2 ranks at once (medians over 16 samples per shape and pass)' "$work/p2.txt" \
+  || fail "layers not measured on both ranks: $(grep -m1 '^layers' "$work/p2.txt")"
+[ "$(grep -cE '^block +b=' "$work/p2.txt")" -eq 4 ] || fail "block sample lines printed $(grep -cE '^block +b=' "$work/p2.txt") times, want 4"
+python3 -c "import json,sys; s=json.load(open('$work/p2.json'))['setup']; sys.exit(0 if s['ranks_measuring_layers']==2 else 1)" \
+  || fail "setup.ranks_measuring_layers is not 2"
+# --solo: rank 0 alone.
+"$mpirun" --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+  "$pw" profile --model-config "$work/model.json" --micro-batch-sizes 1,2 --seq-lengths 8,16 --warmup 1 \
+  --repetitions 2 --p2p-bytes 1024,65536 --p2p-repetitions 3 --solo -o "$work/p3.json" > "$work/p3.txt" \
+  || fail "mpirun profile --solo: $(tail -5 "$work/p3.txt")"
+! grep -q '^layers measured on' "$work/p3.txt" || fail "--solo measured on several ranks"
+python3 -c "import json,sys; s=json.load(open('$work/p3.json'))['setup']; sys.exit(0 if s['ranks_measuring_layers']==1 else 1)" \
+  || fail "--solo: setup.ranks_measuring_layers is not 1"
 # Under mpirun a bad --model-config stops every rank (none waits for rank 0).
 set +e
 timeout 60 "$mpirun" --allow-run-as-root --oversubscribe -np 2 "$pw" profile --model-config "$work/missing.json" \
