@@ -52,6 +52,25 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
+// Warns on stderr, once per layer kind, when the profile's fits are
+// evaluated outside the measured tokens range at any shape the search costs
+// (each micro-batch size it tries, at the planned sequence length). A flag
+// error is left for SearchPlans to report.
+void WarnProfileExtrapolation(const Profile& profile, const PlannerOptions& o) {
+  auto batches = ResolveBatch(o);
+  if (!batches.ok()) return;
+  const int64_t s = o.seq_length > 0 ? o.seq_length : profile.seq_length;
+  std::vector<Extrapolation> found;
+  std::set<int64_t> seen;
+  for (const BatchSplit& b : *batches)
+    if (seen.insert(b.micro_batch_size).second) {
+      std::vector<Extrapolation> e = FindExtrapolations(profile, b.micro_batch_size, s);
+      found.insert(found.end(), e.begin(), e.end());
+    }
+  for (const std::string& line : FormatExtrapolationWarnings(found, profile.source))
+    std::fprintf(stderr, "pipewright plan: warning: %s\n", line.c_str());
+}
+
 Status RunPlan(const PlanCommandOptions& c) {
   PlannerModel model;
   std::string path = c.profile;
@@ -127,6 +146,8 @@ Status RunPlan(const PlanCommandOptions& c) {
   // on the executor's CPU path), so its plans default to fp32.
   PW_ASSIGN_OR_RETURN(o.precision, ParsePrecision(!c.dtype.empty() ? c.dtype : model.profile ? "fp32" : "bf16"));
   o.find_min_pp = !c.no_min_pp;
+
+  if (model.profile) WarnProfileExtrapolation(*model.profile, o);
 
   const auto t0 = std::chrono::steady_clock::now();
   auto result = SearchPlans(model, o);

@@ -3,7 +3,6 @@
 // next to the closed forms; a section for a real model on a shipped device
 // (through the planner); and measured vs simulated for given traces.
 #include <cstdio>
-#include <sys/stat.h>
 
 #include "launch/commands.h"
 #include "launch/viz/report.h"
@@ -102,11 +101,9 @@ Status Run(const ReportCliOptions& o) {
     ro.extra_sections.push_back(*sec);
   }
   PW_ASSIGN_OR_RETURN(viz::Report rep, viz::BuildReport(ro));
-  struct stat st;
-  if (stat(o.output_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return Status::InvalidArgument("-o/--output-dir: '" + o.output_dir + "' is not an existing directory");
-  // Charts first, the Markdown that links them last; each file atomically.
-  for (const viz::ReportFile& f : rep.files) PW_RETURN_IF_ERROR(WriteFileAtomic(o.output_dir + "/" + f.name, f.text));
+  // Charts first, the Markdown that links them last; each file atomically; a
+  // missing directory is created (with its parents) only once all are written.
+  PW_RETURN_IF_ERROR(viz::WriteReportFiles(rep, o.output_dir).WithContext("-o/--output-dir " + o.output_dir));
   int agree = 0, failed = 0;
   for (const viz::ReportCell& c : rep.cells) {
     if (!c.status.ok()) ++failed;
@@ -122,7 +119,8 @@ Status Run(const ReportCliOptions& o) {
 void RegisterReportCommand(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<ReportCliOptions>();
   CLI::App* sub = app.add_subcommand("report", "Bubble/memory benchmark report: Markdown + SVG charts");
-  sub->add_option("-o,--output-dir", opts->output_dir, "Directory for schedule_report.md and the charts")
+  sub->add_option("-o,--output-dir", opts->output_dir,
+                  "Directory for schedule_report.md and the charts (created, with its parents, if missing)")
       ->capture_default_str();
   sub->add_option("--schedules", opts->schedules, "Families to sweep (default: every registered one)")->delimiter(',');
   sub->add_option("--pp", opts->pp, "Pipeline sizes P")->delimiter(',')->capture_default_str();

@@ -17,12 +17,38 @@ using nlohmann::json;
 const std::vector<std::string> kKnownFeatures = {"tokens", "tokens_x_seq", "one", "bytes"};
 const char* const kKinds[] = {"embedding", "block", "head"};
 
+// Quantities of a layer kind, in file and message order.
+const char* const kQuantities[] = {"F", "I", "W", "B", "activation_bytes", "wstash_bytes"};
+
+const LinearFit& QuantityFit(const KindFit& k, const std::string& quantity) {
+  if (quantity == "F") return k.f;
+  if (quantity == "I") return k.i;
+  if (quantity == "W") return k.w;
+  if (quantity == "B") return k.b;
+  if (quantity == "activation_bytes") return k.activation_bytes;
+  return k.wstash_bytes;
+}
+
+// "F time", "activation bytes".
+std::string QuantityName(const std::string& quantity) {
+  if (quantity == "activation_bytes") return "activation bytes";
+  if (quantity == "wstash_bytes") return "wstash bytes";
+  return quantity + " time";
+}
+
+std::string RangeText(const LinearFit& f) {
+  return f.max_tokens > 0 ? "measured " + std::to_string(f.min_tokens) + ".." + std::to_string(f.max_tokens) + " tokens"
+                          : "measured range unknown";
+}
+
 json FitToJson(const LinearFit& f) {
-  return {{"features", f.features},
-          {"coefficients", f.coefficients},
-          {"rel_rms_error", f.rel_rms_error},
-          {"max_rel_error", f.max_rel_error},
-          {"points", f.points}};
+  json j = {{"features", f.features},
+            {"coefficients", f.coefficients},
+            {"rel_rms_error", f.rel_rms_error},
+            {"max_rel_error", f.max_rel_error},
+            {"points", f.points}};
+  if (f.max_tokens > 0) j["tokens_range"] = {f.min_tokens, f.max_tokens};
+  return j;
 }
 
 Status FitFromJson(const json& j, const std::string& path, LinearFit* out) {
@@ -47,6 +73,15 @@ Status FitFromJson(const json& j, const std::string& path, LinearFit* out) {
   f.rel_rms_error = j.value("rel_rms_error", 0.0);
   f.max_rel_error = j.value("max_rel_error", 0.0);
   f.points = j.value("points", 0);
+  if (j.contains("tokens_range")) {
+    const json& r = j["tokens_range"];
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer() ||
+        r[0].get<int64_t>() < 1 || r[1].get<int64_t>() < r[0].get<int64_t>())
+      return Status::InvalidArgument(path + ".tokens_range must be [min, max] tokens with 1 <= min <= max, got " +
+                                     r.dump());
+    f.min_tokens = r[0].get<int64_t>();
+    f.max_tokens = r[1].get<int64_t>();
+  }
   *out = std::move(f);
   return Status::Ok();
 }
@@ -79,7 +114,15 @@ double FeatureValue(const std::string& feature, int64_t b, int64_t s) {
 double LinearFit::Evaluate(int64_t b, int64_t s) const {
   double y = 0;
   for (size_t k = 0; k < features.size(); ++k) y += coefficients[k] * FeatureValue(features[k], b, s);
-  return std::max(0.0, y);
+  return y;
+}
+
+bool LinearFit::Extrapolates(int64_t b, int64_t s) const {
+  return max_tokens > 0 && (b * s < min_tokens || b * s > max_tokens);
+}
+
+bool LinearFit::IsZero() const {
+  return std::all_of(coefficients.begin(), coefficients.end(), [](double c) { return c == 0.0; });
 }
 
 StatusOr<LinearFit> FitLeastSquares(const std::vector<FitPoint>& points, const std::vector<std::string>& features) {
@@ -142,12 +185,22 @@ Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static
     for (const ProfileSample* s : mine) several_seq |= s->seq_length != mine.front()->seq_length;
     std::vector<std::string> time_features = {"tokens", "one"};
     if (std::string(kind) == "block" && several_seq) time_features = {"tokens", "tokens_x_seq", "one"};
+    int64_t min_tokens = 0, max_tokens = 0;
+    for (const ProfileSample* s : mine) {
+      const int64_t t = s->micro_batch_size * s->seq_length;
+      min_tokens = min_tokens == 0 ? t : std::min(min_tokens, t);
+      max_tokens = std::max(max_tokens, t);
+    }
     auto fit = [&](const char* quantity, auto get, const std::vector<std::string>& feats, LinearFit* out) -> Status {
       std::vector<FitPoint> pts;
       for (const ProfileSample* s : mine) pts.push_back({s->micro_batch_size, s->seq_length, get(*s)});
       auto r = FitLeastSquares(pts, feats);
       if (!r.ok()) return r.status().WithContext(std::string("fitting ") + kind + " " + quantity);
       *out = *r;
+      if (min_tokens > 0) {
+        out->min_tokens = min_tokens;
+        out->max_tokens = max_tokens;
+      }
       return Status::Ok();
     };
     KindFit kf;
@@ -194,19 +247,40 @@ StatusOr<LayerCostTable> ProfileLayerCosts(const Profile& profile, const json& m
   t.recompute = "none";
   t.model = model;
   t.comm = profile.comm;
+  // Every quantity of every kind, evaluated once (the blocks share theirs).
+  std::map<std::string, std::map<std::string, double>> predicted;  // kind -> quantity -> value
+  for (const auto& [kind, k] : profile.fits)
+    for (const char* q : kQuantities) {
+      const LinearFit& f = QuantityFit(k, q);
+      const double y = f.Evaluate(b, s);
+      if (y <= 0 && !f.IsZero()) {
+        const char* unit = std::string(q).find("bytes") != std::string::npos ? " B" : " s";
+        char value[64];
+        std::snprintf(value, sizeof value, "%.4g%s", y, unit);
+        return Status::InvalidArgument(
+            (profile.source.empty() ? std::string() : profile.source + ": ") + "the " + kind + " " +
+            QuantityName(q) + " fit predicts " + value + " at micro-batch size " + std::to_string(b) +
+            " x seq length " + std::to_string(s) + " (" + std::to_string(b * s) + " tokens; " + RangeText(f) +
+            "): a linear fit this far from its measurements is not a cost; plan a shape nearer the measured ones, "
+            "or measure this one (pipewright profile --micro-batch-sizes " + std::to_string(b) + " --seq-lengths " +
+            std::to_string(s) + ")");
+      }
+      predicted[kind][q] = std::max(0.0, y);  // 0 only for a fit that is identically 0
+    }
   auto layer = [&](const std::string& kind, const std::string& name) -> Status {
     auto it = profile.fits.find(kind);
     if (it == profile.fits.end()) return Status::InvalidArgument("the profile has no fit for layer kind '" + kind + "'");
     const KindFit& k = it->second;
+    const std::map<std::string, double>& y = predicted.at(kind);
     LayerCost c;
     c.name = name;
     c.kind = kind;
-    c.f = k.f.Evaluate(b, s);
-    c.i = k.i.Evaluate(b, s);
-    c.w = k.w.Evaluate(b, s);
-    c.b = k.b.Evaluate(b, s);
-    c.activation_bytes = std::llround(k.activation_bytes.Evaluate(b, s));
-    c.wstash_bytes = std::llround(k.wstash_bytes.Evaluate(b, s));
+    c.f = y.at("F");
+    c.i = y.at("I");
+    c.w = y.at("W");
+    c.b = y.at("B");
+    c.activation_bytes = std::llround(y.at("activation_bytes"));
+    c.wstash_bytes = std::llround(y.at("wstash_bytes"));
     c.static_bytes = k.static_bytes;
     // The head's output is the scalar loss (fp32); the others send (b, s, C).
     c.output_bytes = kind == "head" ? 4 : b * s * want.hidden * profile.element_bytes;
@@ -217,6 +291,55 @@ StatusOr<LayerCostTable> ProfileLayerCosts(const Profile& profile, const json& m
   for (int l = 0; l < want.num_layers; ++l) PW_RETURN_IF_ERROR(layer("block", "block." + std::to_string(l)));
   PW_RETURN_IF_ERROR(layer("head", "head"));
   return t;
+}
+
+std::vector<Extrapolation> FindExtrapolations(const Profile& profile, int64_t b, int64_t s) {
+  std::vector<Extrapolation> out;
+  for (const char* kind : kKinds) {
+    auto it = profile.fits.find(kind);
+    if (it == profile.fits.end()) continue;
+    for (const char* q : kQuantities) {
+      const LinearFit& f = QuantityFit(it->second, q);
+      if (f.Extrapolates(b, s)) out.push_back({kind, q, b, s, f.min_tokens, f.max_tokens});
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> FormatExtrapolationWarnings(const std::vector<Extrapolation>& found,
+                                                     const std::string& source) {
+  // Group by (kind, measured range), keeping first-seen order; within a
+  // group, quantities and shapes once each, in first-seen order.
+  struct Group {
+    std::string kind;
+    int64_t lo = 0, hi = 0;
+    std::vector<std::string> quantities;
+    std::vector<std::pair<int64_t, int64_t>> shapes;
+  };
+  std::vector<Group> groups;
+  for (const Extrapolation& e : found) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
+      return x.kind == e.kind && x.lo == e.min_tokens && x.hi == e.max_tokens;
+    });
+    if (g == groups.end()) g = groups.insert(groups.end(), Group{e.kind, e.min_tokens, e.max_tokens, {}, {}});
+    if (std::find(g->quantities.begin(), g->quantities.end(), e.quantity) == g->quantities.end())
+      g->quantities.push_back(e.quantity);
+    const std::pair<int64_t, int64_t> shape{e.micro_batch_size, e.seq_length};
+    if (std::find(g->shapes.begin(), g->shapes.end(), shape) == g->shapes.end()) g->shapes.push_back(shape);
+  }
+  std::vector<std::string> lines;
+  for (const Group& g : groups) {
+    std::string q, shapes;
+    for (const std::string& x : g.quantities) q += (q.empty() ? "" : ", ") + QuantityName(x);
+    for (const auto& [b, s] : g.shapes)
+      shapes += (shapes.empty() ? "" : ", ") + std::to_string(b) + "x" + std::to_string(s) + " (" +
+                std::to_string(b * s) + " tokens)";
+    lines.push_back((source.empty() ? std::string() : source + ": ") + g.kind + " " + q +
+                    " extrapolated to micro-batch size x seq length " + shapes + ", outside the measured " +
+                    std::to_string(g.lo) + ".." + std::to_string(g.hi) +
+                    " tokens: these costs are a linear fit's guess (pipewright profile can measure the shape)");
+  }
+  return lines;
 }
 
 bool IsProfileDocument(const json& j) {
@@ -328,9 +451,26 @@ StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
       ps.output_bytes = s.value("output_bytes", int64_t{0});
       p.samples.push_back(ps);
     }
+  // Fits without a recorded range (older files) get their kind's samples'.
+  for (auto& [kind, k] : p.fits) {
+    int64_t lo = 0, hi = 0;
+    for (const ProfileSample& s : p.samples)
+      if (s.kind == kind && s.micro_batch_size > 0 && s.seq_length > 0) {
+        const int64_t t = s.micro_batch_size * s.seq_length;
+        lo = lo == 0 ? t : std::min(lo, t);
+        hi = std::max(hi, t);
+      }
+    if (hi == 0) continue;
+    for (LinearFit* f : {&k.f, &k.i, &k.w, &k.b, &k.activation_bytes, &k.wstash_bytes})
+      if (f->max_tokens == 0) {
+        f->min_tokens = lo;
+        f->max_tokens = hi;
+      }
+  }
   // The fits must evaluate on the profiled model (catches a bad model object).
   auto check = ProfileLayerCosts(p, p.model, p.micro_batch_size, p.seq_length);
   if (!check.ok()) return check.status().WithContext(source);
+  p.source = source;  // after the check: its message already starts with `source`
   return p;
 }
 

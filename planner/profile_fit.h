@@ -19,7 +19,8 @@
 //                 "wstash_bytes": n, "output_bytes": n}, ...],
 //    "layers": [...per-layer costs evaluated at (b0, s0)...]}
 //   FIT = {"features": ["tokens", "tokens_x_seq", "one"], "coefficients": [...],
-//          "rel_rms_error": e, "max_rel_error": e, "points": n}
+//          "rel_rms_error": e, "max_rel_error": e, "points": n,
+//          "tokens_range": [min b*s, max b*s]}   (layer kinds; optional on read)
 #pragma once
 
 #include <cstdint>
@@ -50,8 +51,20 @@ struct LinearFit {
   double rel_rms_error = 0;  // sqrt(mean((fit - y)^2 / y^2)) over the points (y > 0)
   double max_rel_error = 0;  // max |fit - y| / y
   int points = 0;
-  // The model at (b, s), clamped at >= 0.
+  // Tokens (b*s) of the smallest and largest measured shape, for layer-kind
+  // fits ("tokens_range" in the file); 0 = unknown (comm fits, or an old
+  // profile without samples).
+  int64_t min_tokens = 0;
+  int64_t max_tokens = 0;
+  // The model at (b, s), not clamped: far from the measured shapes a linear
+  // fit can predict <= 0 (ProfileLayerCosts refuses that).
   double Evaluate(int64_t b, int64_t s) const;
+  // True if b*s is outside [min_tokens, max_tokens]; false if the range is
+  // unknown.
+  bool Extrapolates(int64_t b, int64_t s) const;
+  // True if every coefficient is 0: the quantity was measured as 0 (then a
+  // prediction of 0 is the measurement, not a failed extrapolation).
+  bool IsZero() const;
 };
 
 // One measured point: y at micro-batch size b and sequence length s.
@@ -93,6 +106,9 @@ struct CommSample {
 };
 
 struct Profile {
+  // Where the profile came from, to start error messages ("--profile
+  // p.json"); empty for one just fitted.
+  std::string source;
   nlohmann::json setup = nlohmann::json::object();  // device, threads, dtype, repetitions (recorded as is)
   nlohmann::json model;                             // GPT config object the samples were measured on
   int64_t element_bytes = 4;                        // activation element size of the measured dtype
@@ -119,16 +135,46 @@ Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static
 // layer list embedding, block.0..N-1, head) at micro-batch size b and sequence
 // length s, from the profile's fits. output_bytes = b*s*n_embd*element_bytes
 // (head: the fp32 loss, 4 bytes). The table records b, s, the comm model and
-// `model`. Errors: InvalidArgument if a kind has no fit, or if `model`'s
-// width, heads, MLP width, vocabulary or positions differ from the profiled
-// model (the fits would not apply; only n_layer may differ).
+// `model`. Errors: InvalidArgument if a kind has no fit; if `model`'s width,
+// heads, MLP width, vocabulary or positions differ from the profiled model
+// (the fits would not apply; only n_layer may differ); or if a fit predicts a
+// time or byte count <= 0 at (b, s) (a linear fit extrapolated too far; the
+// message starts with profile.source and names the kind, the quantity, the
+// shape and the measured tokens range). A fit that is identically 0 (measured
+// 0) gives 0.
 StatusOr<LayerCostTable> ProfileLayerCosts(const Profile& profile, const nlohmann::json& model, int64_t b, int64_t s);
+
+// One fitted quantity evaluated outside the range of shapes it was measured
+// at (its tokens b*s outside [min_tokens, max_tokens]).
+struct Extrapolation {
+  std::string kind;      // "embedding", "block" or "head"
+  std::string quantity;  // "F", "I", "W", "B" (seconds), "activation_bytes" or "wstash_bytes"
+  int64_t micro_batch_size = 0;  // requested b
+  int64_t seq_length = 0;        // requested s
+  int64_t min_tokens = 0;        // measured range of b*s
+  int64_t max_tokens = 0;
+};
+
+// The quantities of every kind in `profile.fits` that ProfileLayerCosts(b, s)
+// would extrapolate, by kind then quantity (F, I, W, B, activation_bytes,
+// wstash_bytes). Fits with an unknown range are left out. Never fails.
+std::vector<Extrapolation> FindExtrapolations(const Profile& profile, int64_t b, int64_t s);
+
+// Warning lines (no trailing newline) for `found` (any number of shapes), one
+// per kind and measured range: "--profile p.json: block F time, I time, ...
+// extrapolated to micro-batch size x seq length 8x2048 (16384 tokens), outside
+// the measured 16..256 tokens: ...". Each line starts with `source` (if not
+// empty).
+std::vector<std::string> FormatExtrapolationWarnings(const std::vector<Extrapolation>& found,
+                                                     const std::string& source);
 
 // The profile document (format above), with "layers" evaluated at the
 // reference shape.
 StatusOr<nlohmann::json> ProfileToJson(const Profile& profile);
-// Parses a profile document. InvalidArgument names the field
-// ("profile.json: fits.block.F.coefficients must be a list of 3 numbers").
+// Parses a profile document; `source` becomes Profile::source. A fit without
+// "tokens_range" gets the range of its kind's samples (if any). InvalidArgument
+// names the field ("profile.json: fits.block.F.coefficients must be a list of
+// 3 numbers").
 StatusOr<Profile> ParseProfile(const nlohmann::json& j, const std::string& source);
 // True if `j` has "format": "pipewright-profile" and "fits".
 bool IsProfileDocument(const nlohmann::json& j);

@@ -5,8 +5,10 @@
 // `pipewright show` draws either and diffs one against the other.
 //
 // Header only: names and rules, no code, so any target (the executor
-// included) can emit it without linking the views. The writer and reader are
-// launch/viz/chrome_trace.h and launch/viz/trace_reader.h.
+// included) can emit it without linking the views. The one writer is
+// schedules/trace_writer.h (used by launch/viz/chrome_trace.h for simulated
+// timelines and executor/measured_trace.h for measured steps); the reader is
+// launch/viz/trace_reader.h.
 //
 // File: a JSON object
 //   {"displayTimeUnit": "ms",
@@ -41,8 +43,12 @@
 //    completed). RECV: ts = when it was posted, dur = until the data was
 //    there (simulated: max(0, arrival - post); measured: until its wait
 //    returned). Both carry "bind_id": k (an integer unique per message in
-//    the file), SEND with "flow_out": true and RECV with "flow_in": true, so
-//    viewers draw an arrow from each send to its receive (flow events v2).
+//    the file; pipewright writes 1 + (d·S + sending stage)·m + microbatch,
+//    d = 0 forward, 1 backward), SEND with "flow_out": true and RECV with
+//    "flow_in": true, so viewers draw an arrow from each send to its receive
+//    (flow events v2), and args.peer_rank (the other end's rank).
+//  - pipewright also writes a "process_sort_index" metadata event per rank
+//    (sort_index = rank), so viewers list ranks in order.
 //  - memory counter, per rank, a step function of bytes in use:
 //      {"name": "memory", "ph": "C", "pid": r, "ts": 5000, "args": {"bytes": 140000000}}
 //    optional for measured traces (no curve is drawn without it).

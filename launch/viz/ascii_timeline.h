@@ -1,11 +1,25 @@
 // Terminal timeline: one row per rank, time scaled by the real durations.
 //
-// Each block prints as its type letter (F, B, I, W) followed by the
-// microbatch number and then the lower-case letter for the rest of its width
-// ("F3ff", "B12bbb"); idle time prints as '.'. When the whole step does not
-// fit `width` columns at one column per shortest action, time is compressed
-// (one column = makespan / width) and the header says so; a column then
-// shows the block that covers most of it ('.' when idle covers most).
+// Every compute action is drawn: the columns it covers are its start and end
+// times rounded to the nearest column, and an action too short to keep a
+// column of its own (when time is compressed) is put in the column of its
+// midpoint. A column holding one action shows that action; a column holding
+// several shows '*' (mixed); a column holding none shows '.' (idle).
+//
+// An action's columns read as its type letter (F, B, I, W) and then the
+// lower-case letter to its end. Its microbatch is written either inline after
+// the letter ("F3ff", "B12bbb") when every action on the drawing has room for
+// its whole number and no column is mixed, or else downwards in ':' lines
+// under each rank row, one line per decimal digit, under the action's letter
+// (F over 1 over 2 = microbatch 12). Under a '*' column the ':' lines give
+// the microbatch its actions share, blank when they have several. A number
+// is never truncated, so microbatch 10 never reads like 11.
+//
+// When the whole step does not fit `width` columns at one column per shortest
+// action, time is compressed (one column = makespan / available columns) and
+// the header says so and names the width that draws every action in its own
+// columns. SEND/RECV are not drawn (waits show as idle); see --format html or
+// trace for the comm lanes.
 #pragma once
 
 #include <string>
@@ -19,8 +33,11 @@ struct AsciiOptions {
   bool color = false;  // ANSI background colours per type (for a terminal)
 };
 
-// The timeline, then a legend with makespan, steady step, bubble ratio and per
-// rank busy, idle and peak memory. Ends with a newline.
+// The timeline, then a legend stating the conventions above, makespan, steady
+// step, bubble ratio and per rank busy, idle and peak memory. Every line of
+// the drawing (rank rows, ':' lines, time axis) is at most `width` columns;
+// prose lines may be longer. Ends with a newline. Never fails: a timeline
+// without compute time gives the title line and "(no compute time to draw)".
 std::string RenderAscii(const Timeline& t, const AsciiOptions& options = {});
 
 }  // namespace pw::viz

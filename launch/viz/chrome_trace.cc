@@ -1,94 +1,38 @@
 #include "launch/viz/chrome_trace.h"
 
-#include <cmath>
-#include <map>
-#include <tuple>
+#include <algorithm>
 
-#include <nlohmann/json.hpp>
-
-#include "schedules/trace_format.h"
+#include "schedules/trace_writer.h"
 
 namespace pw::viz {
 
-namespace {
-
-using ojson = nlohmann::ordered_json;
-
-// Seconds -> µs, rounded to the nanosecond so sums of decimal costs print short.
-double Micros(double seconds) { return std::round(seconds * kTraceMicrosPerSecond * 1000.0) / 1000.0; }
-
-}  // namespace
-
 std::string ChromeTraceJson(const Timeline& t, const std::string& plan_hash) {
-  ojson other;
-  other["format"] = kTraceFormat;
-  other["version"] = kTraceVersion;
-  other["kind"] = t.kind;
-  other["schedule"] = t.schedule;
-  other["pp_size"] = t.pp_size;
-  other["num_stages"] = t.num_stages;
-  other["num_microbatches"] = t.num_microbatches;
-  other["stage_to_rank"] = t.stage_to_rank;
-  if (t.memory_limit_bytes) other["memory_limit_bytes"] = *t.memory_limit_bytes;
-  else other["memory_limit_bytes"] = nullptr;
-  if (!plan_hash.empty()) other["plan_hash"] = plan_hash;
-  other["title"] = t.title;
-  if (t.memory_unit_bytes != 1 || t.memory_unit_name != "B")
-    other["memory_unit"] = {{"bytes", t.memory_unit_bytes}, {"name", t.memory_unit_name}};
+  TraceHeader h;
+  h.kind = t.kind;
+  h.schedule = t.schedule;
+  h.pp_size = t.pp_size;
+  h.num_stages = t.num_stages;
+  h.num_microbatches = t.num_microbatches;
+  h.stage_to_rank = t.stage_to_rank;
+  h.memory_limit_bytes = t.memory_limit_bytes;
+  h.plan_hash = plan_hash;
+  h.title = t.title;
+  h.memory_unit_bytes = t.memory_unit_bytes;
+  h.memory_unit_name = t.memory_unit_name;
 
-  // Message k binds its SEND (flow_out) and RECV (flow_in).
-  std::map<std::tuple<int, int, int, int>, size_t> msg_of;  // (rank, type, stage, mb) -> message
-  for (size_t k = 0; k < t.messages.size(); ++k) {
-    const TimelineMessage& m = t.messages[k];
-    msg_of[{m.src_rank, int(m.send.type), m.send.stage, m.send.microbatch}] = k;
-    msg_of[{m.dst_rank, int(m.recv.type), m.recv.stage, m.recv.microbatch}] = k;
-  }
-
-  std::vector<ojson> events;
-  for (int r = 0; r < t.pp_size; ++r) {
+  std::vector<TraceRank> ranks(t.ranks.size());
+  for (size_t r = 0; r < t.ranks.size(); ++r) {
     const TimelineRank& tr = t.ranks[r];
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r},
-                      {"args", {{"name", "rank " + std::to_string(r) + " (stages " + StagesText(tr.stages) + ")"}}}});
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"args", {{"sort_index", r}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", kTraceComputeTid},
-                      {"args", {{"name", "compute"}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", kTraceCommTid},
-                      {"args", {{"name", "comm"}}}});
+    TraceRank& out = ranks[r];
+    out.rank = static_cast<int>(r);
+    out.stages = tr.stages;
+    for (const auto* lane : {&tr.compute, &tr.comm})
+      for (const TimelineBlock& b : *lane) out.spans.push_back({b.action, b.index, b.start, b.end});
+    std::stable_sort(out.spans.begin(), out.spans.end(),
+                     [](const TraceSpan& a, const TraceSpan& b) { return a.index < b.index; });
+    out.memory = tr.memory;
   }
-  for (int r = 0; r < t.pp_size; ++r) {
-    const TimelineRank& tr = t.ranks[r];
-    for (const TimelineBlock& b : tr.compute) {
-      std::string name = b.action.ToString();
-      events.push_back({{"name", name}, {"cat", ActionTypeName(b.action.type)}, {"ph", "X"}, {"pid", r},
-                        {"tid", kTraceComputeTid}, {"ts", Micros(b.start)}, {"dur", Micros(b.end) - Micros(b.start)},
-                        {"args", {{"action", name}, {"stage", b.action.stage},
-                                  {"microbatch", b.action.microbatch}, {"index", b.index}}}});
-    }
-    for (const TimelineBlock& b : tr.comm) {
-      std::string name = b.action.ToString();
-      double end = b.end;
-      auto it = msg_of.find({r, int(b.action.type), b.action.stage, b.action.microbatch});
-      ojson e = {{"name", name}, {"cat", "comm"}, {"ph", "X"}, {"pid", r}, {"tid", kTraceCommTid},
-                 {"ts", Micros(b.start)}, {"dur", Micros(end) - Micros(b.start)},
-                 {"args", {{"action", name}, {"stage", b.action.stage},
-                           {"microbatch", b.action.microbatch}, {"index", b.index}}}};
-      if (it != msg_of.end()) {
-        const TimelineMessage& m = t.messages[it->second];
-        e["args"]["peer_rank"] = IsSend(b.action.type) ? m.dst_rank : m.src_rank;
-        e["bind_id"] = it->second;
-        e[IsSend(b.action.type) ? "flow_out" : "flow_in"] = true;
-      }
-      events.push_back(e);
-    }
-    for (const MemoryPoint& p : tr.memory)
-      events.push_back({{"name", kTraceMemoryCounter}, {"ph", "C"}, {"pid", r}, {"ts", Micros(p.time)},
-                        {"args", {{"bytes", p.bytes}}}});
-  }
-
-  std::string out = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + other.dump() + ",\n\"traceEvents\": [\n";
-  for (size_t i = 0; i < events.size(); ++i) out += events[i].dump() + (i + 1 < events.size() ? ",\n" : "\n");
-  out += "]}\n";
-  return out;
+  return TraceJson(h, ranks);
 }
 
 }  // namespace pw::viz

@@ -1,13 +1,20 @@
 #include "launch/viz/report.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <numeric>
 
 #include "launch/viz/chart.h"
 #include "launch/viz/load.h"
 #include "launch/viz/trace_reader.h"
 #include "schedules/lower.h"
+#include "schedules/plan.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
@@ -172,6 +179,69 @@ StatusOr<Report> BuildReport(const ReportOptions& o) {
     }
   }
   return RenderReport(o, std::move(cells));
+}
+
+namespace {
+
+// Creates `path` and its missing parents (mkdir -p), appending the ones it
+// created to *created, outermost first.
+Status MakeDirectories(const std::string& path, std::vector<std::string>* created) {
+  for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    struct stat st;
+    if (stat(prefix.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("'" + prefix + "' exists and is not a directory");
+    } else if (errno != ENOENT) {
+      return Status::InvalidArgument("cannot use '" + prefix + "': " + std::strerror(errno));
+    } else if (mkdir(prefix.c_str(), 0777) == 0) {
+      created->push_back(prefix);
+    } else if (errno != EEXIST) {
+      return Status::InvalidArgument("cannot create directory '" + prefix + "': " + std::strerror(errno));
+    }
+    if (end == std::string::npos) return Status::Ok();
+  }
+}
+
+Status WriteFilesInto(const Report& report, const std::string& dir) {
+  for (const ReportFile& f : report.files) PW_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + f.name, f.text));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteReportFiles(const Report& report, const std::string& dir_in) {
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.empty()) return Status::InvalidArgument("the output directory is empty");
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("'" + dir + "' exists and is not a directory");
+    return WriteFilesInto(report, dir);
+  }
+  // ENOTDIR: a parent is a file; MakeDirectories names it.
+  if (errno != ENOENT && errno != ENOTDIR)
+    return Status::InvalidArgument("cannot use '" + dir + "': " + std::strerror(errno));
+  // A new directory: parents first, then the files into a temporary sibling,
+  // renamed into place once all are written.
+  std::vector<std::string> created;
+  const size_t slash = dir.rfind('/');
+  Status result = slash == std::string::npos || slash == 0 ? Status::Ok()
+                                                           : MakeDirectories(dir.substr(0, slash), &created);
+  const std::string tmp = dir + ".tmp." + std::to_string(::getpid());
+  if (result.ok() && mkdir(tmp.c_str(), 0777) != 0)
+    result = Status::InvalidArgument("cannot create directory '" + tmp + "': " + std::strerror(errno));
+  const bool made_tmp = result.ok();
+  if (result.ok()) result = WriteFilesInto(report, tmp);
+  if (result.ok() && std::rename(tmp.c_str(), dir.c_str()) != 0)
+    result = Status::InvalidArgument("cannot rename '" + tmp + "' to '" + dir + "': " + std::strerror(errno));
+  if (!result.ok()) {  // leave nothing behind
+    if (made_tmp) {
+      for (const ReportFile& f : report.files) std::remove((tmp + "/" + f.name).c_str());
+      rmdir(tmp.c_str());
+    }
+    for (auto it = created.rbegin(); it != created.rend(); ++it) rmdir(it->c_str());
+  }
+  return result;
 }
 
 }  // namespace pw::viz

@@ -102,4 +102,14 @@ StatusOr<Report> BuildReport(const ReportOptions& options);
 // measured inputs.
 StatusOr<Report> RenderReport(const ReportOptions& options, std::vector<ReportCell> cells);
 
+// Writes report.files into directory `dir`, each file atomically (temp file +
+// rename), in order (charts before the Markdown that links them). An existing
+// `dir` keeps its other files. A missing `dir` is created with its missing
+// parents: the files go into a fresh sibling directory "DIR.tmp.PID" that is
+// renamed to `dir` at the end, so a failed write leaves neither `dir` nor the
+// parents it created. Errors: InvalidArgument naming the path when `dir` is
+// empty, when `dir` or a parent exists but is not a directory, or when a
+// directory or file cannot be created (with the system's reason).
+Status WriteReportFiles(const Report& report, const std::string& dir);
+
 }  // namespace pw::viz

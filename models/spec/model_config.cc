@@ -60,21 +60,21 @@ double NumberOr(const json& c, const char* key, double fallback) {
 
 const char* ModelFamilyName(ModelFamily family) { return family == ModelFamily::kGpt2 ? "gpt2" : "llama"; }
 
-StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source) {
+StatusOr<ModelFamily> ConfigModelFamily(const json& c, const std::string& source) {
   if (!c.is_object()) return Status::InvalidArgument(source + ": expected a JSON object (a HF config.json)");
-  ModelConfig m;
-  m.raw = c;
   std::string type = c.contains("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
   if (type.empty()) type = c.contains("n_embd") || c.contains("n_layer") ? "gpt2" : "llama";
-  if (type == "gpt2") {
-    m.family = ModelFamily::kGpt2;
-  } else if (type == "llama") {
-    m.family = ModelFamily::kLlama;
-  } else {
-    return Status::InvalidArgument(source + ": field 'model_type' is '" + type + "'; known: gpt2, llama");
-  }
+  if (type == "gpt2") return ModelFamily::kGpt2;
+  if (type == "llama") return ModelFamily::kLlama;
+  return Status::InvalidArgument(source + ": field 'model_type' is '" + type + "'; known: gpt2, llama");
+}
+
+StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source) {
+  ModelConfig m;
+  PW_ASSIGN_OR_RETURN(m.family, ConfigModelFamily(c, source));
+  m.raw = c;
   m.name = c.contains("_name_or_path") && c["_name_or_path"].is_string() ? c["_name_or_path"].get<std::string>()
-                                                                          : type;
+                                                                          : ModelFamilyName(m.family);
   int64_t L = 0, a = 0, kv = 0;
   PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_layer", "num_hidden_layers"}, &L));
   PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_embd", "hidden_size"}, &m.hidden));

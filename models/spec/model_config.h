@@ -53,11 +53,21 @@ struct ModelConfig {
   nlohmann::json raw;          // the config object as read (written to plans as extra["model"])
 };
 
+// The family `config` describes: its `model_type` when that is a string
+// ("gpt2" or "llama"); otherwise (missing, null or not a string) gpt2 if a
+// GPT-2 field name (`n_embd` or `n_layer`) is present, else llama. `source`
+// names the file in errors. Returns InvalidArgument naming 'model_type' for
+// any other type. ParseModelConfig applies exactly this rule.
+StatusOr<ModelFamily> ConfigModelFamily(const nlohmann::json& config, const std::string& source);
+
 // Parses a HF config object. `source` names the file in errors. Returns
 // InvalidArgument naming the field for a missing, non-integer or
 // non-positive size, hidden % heads != 0 without `head_dim`, heads %
 // kv_heads != 0, or an unknown `model_type` (known: gpt2, llama; missing
-// model_type is inferred from the field names).
+// model_type is inferred from the field names, see ConfigModelFamily).
+// `vocab_size` is required (no default: HF's own defaults differ per family,
+// 50257 for GPT-2 and 32000 for Llama; the executor's ParseGptConfig
+// supplies its byte vocabulary, 256, before calling this).
 StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config, const std::string& source);
 
 // Loads a model config: `name_or_path` is a file path, or the name of a

@@ -1,74 +1,66 @@
 #include "models/torch/gpt_config.h"
 
+#include <cmath>
+
+#include "models/spec/model_config.h"
+
 namespace pw::models {
 
 namespace {
 
-// Looks up the first of `keys` present in `config`; returns false if none is.
-bool FindInt(const nlohmann::json& config, std::initializer_list<const char*> keys, int64_t* out,
-             std::string* found_key) {
-  for (const char* k : keys) {
-    auto it = config.find(k);
-    if (it != config.end() && !it->is_null()) {
-      if (!it->is_number_integer()) return false;
-      *out = it->get<int64_t>();
-      *found_key = k;
-      return true;
-    }
-  }
-  return false;
-}
+using nlohmann::json;
+
+constexpr int64_t kByteVocab = 256;  // the executor's tokenizer: one token per byte
 
 }  // namespace
 
-StatusOr<GptConfig> ParseGptConfig(const nlohmann::json& config, const std::string& source) {
+StatusOr<GptConfig> ParseGptConfig(const json& config, const std::string& source) {
   if (!config.is_object()) return Status::InvalidArgument(source + ": model config is not a JSON object");
   // The executor builds one architecture: GPT-2 style (LayerNorm, GELU MLP,
   // learned positions, full multi-head attention). A config of another family
   // plans fine (models/spec knows Llama) but would silently train a different
   // model than the one planned, so it is refused here.
-  if (config.contains("model_type") && config["model_type"].is_string() && config["model_type"] != "gpt2")
-    return Status::InvalidArgument(source + ": model_type '" + config["model_type"].get<std::string>() +
+  const auto type = config.find("model_type");
+  const bool typed = type != config.end() && type->is_string();
+  if (typed && *type != "gpt2")
+    return Status::InvalidArgument(source + ": model_type '" + type->get<std::string>() +
                                    "' is not supported by the executor, which builds GPT-2-style models only "
                                    "(use a config with model_type \"gpt2\" or none)");
-  if (config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null() &&
-      config["num_key_value_heads"] != config.value("num_attention_heads", config.value("n_head", nlohmann::json())))
-    return Status::InvalidArgument(source + ": num_key_value_heads differs from the attention heads (grouped-query "
-                                   "attention), which the executor does not build");
-  GptConfig c;
-  std::string key;
-  struct Field {
-    int64_t* dst;
-    std::initializer_list<const char*> keys;
-    bool required;
-  };
-  const Field fields[] = {
-      {&c.n_layer, {"n_layer", "num_hidden_layers"}, true},
-      {&c.n_embd, {"n_embd", "hidden_size"}, true},
-      {&c.n_head, {"n_head", "num_attention_heads"}, true},
-      {&c.n_positions, {"n_positions", "max_position_embeddings", "n_ctx"}, true},
-      {&c.n_inner, {"n_inner", "intermediate_size"}, false},
-      {&c.vocab_size, {"vocab_size"}, false},
-  };
-  for (const Field& f : fields) {
-    if (!FindInt(config, f.keys, f.dst, &key)) {
-      bool present = false;
-      for (const char* k : f.keys) present |= config.contains(k) && !config[k].is_null();
-      if (present) return Status::InvalidArgument(source + ": '" + *f.keys.begin() + "' must be an integer");
-      if (f.required) return Status::InvalidArgument(source + ": '" + *f.keys.begin() + "' is missing");
-      continue;
-    }
-    if (*f.dst < 1) return Status::InvalidArgument(source + ": '" + key + "' must be >= 1");
+  // The sizes come from the planner's reader, read as GPT-2 (an untyped
+  // config's family is checked below, after the GQA check, so that a GQA
+  // config is named as such), with the executor's byte vocabulary when the
+  // config has none.
+  json gpt = config;
+  if (!typed) gpt["model_type"] = "gpt2";
+  if (!gpt.contains("vocab_size") || gpt["vocab_size"].is_null()) gpt["vocab_size"] = kByteVocab;
+  PW_ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(gpt, source));
+  if (m.num_kv_heads != m.num_heads)
+    return Status::InvalidArgument(source + ": num_key_value_heads (" + std::to_string(m.num_kv_heads) +
+                                   ") differs from the attention heads (" + std::to_string(m.num_heads) +
+                                   "): grouped-query attention, which the executor does not build");
+  if (!typed) {
+    PW_ASSIGN_OR_RETURN(ModelFamily planned, ConfigModelFamily(config, source));
+    if (planned != ModelFamily::kGpt2)
+      return Status::InvalidArgument(source + ": no 'model_type' and no GPT-2 field name ('n_layer', 'n_embd'): "
+                                     "the planner reads this config as model_type '" +
+                                     std::string(ModelFamilyName(planned)) +
+                                     "', which the executor does not build; add \"model_type\": \"gpt2\" to "
+                                     "train it as GPT-2");
   }
-  if (c.n_inner == 0) c.n_inner = 4 * c.n_embd;
-  if (c.n_embd % c.n_head != 0)
-    return Status::InvalidArgument(source + ": n_embd=" + std::to_string(c.n_embd) + " is not divisible by n_head=" +
-                                   std::to_string(c.n_head));
+  GptConfig c;
+  c.n_layer = m.num_layers;
+  c.n_embd = m.hidden;
+  c.n_head = m.num_heads;
+  c.n_inner = m.ffn;
+  c.n_positions = m.max_positions;
+  c.vocab_size = m.vocab;
   for (const char* k : {"layer_norm_epsilon", "rms_norm_eps"}) {
-    if (config.contains(k) && config[k].is_number()) {
-      c.layer_norm_epsilon = config[k].get<double>();
-      break;
-    }
+    auto it = config.find(k);
+    if (it == config.end() || it->is_null()) continue;
+    if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>()))
+      return Status::InvalidArgument(source + ": field '" + k + "' must be a positive number, got " + it->dump());
+    c.layer_norm_epsilon = it->get<double>();
+    break;
   }
   return c;
 }

@@ -31,12 +31,26 @@ struct GptConfig {
   int NumLayers() const { return static_cast<int>(n_layer) + 2; }
 };
 
-// Reads GPT-2 keys (n_layer, n_embd, n_head, n_inner, n_positions or n_ctx,
-// vocab_size, layer_norm_epsilon) or their generic/Llama-style names
-// (num_hidden_layers, hidden_size, num_attention_heads, intermediate_size,
-// max_position_embeddings). Missing vocab_size = 256 (bytes).
-// Errors: InvalidArgument naming the key ("<source>: model config: 'n_embd'
-// is missing", "... n_embd=130 is not divisible by n_head=4").
+// Reads the executor's GPT from a HF config object through the planner's
+// reader, pw::ParseModelConfig (models/spec/model_config.h), so both read the
+// same keys the same way: n_layer, n_embd, n_head, n_inner (missing or null ->
+// 4 n_embd), n_positions (else max_position_embeddings, else n_ctx),
+// vocab_size, or their generic names (num_hidden_layers, hidden_size,
+// num_attention_heads, intermediate_size). What the executor adds:
+//  - a missing (or null) vocab_size means 256 (bytes, the executor's
+//    tokenizer); the planner requires vocab_size;
+//  - layer_norm_epsilon (else rms_norm_eps), default 1e-5, a positive number;
+//  - refusals of what it does not build, each naming the field: a
+//    `model_type` other than "gpt2"; num_key_value_heads != the attention
+//    heads (grouped-query attention); a config without `model_type` that the
+//    planner reads as Llama (no n_layer or n_embd field, pw::ConfigModelFamily:
+//    add "model_type": "gpt2" to run it). Every config it accepts, the planner
+//    reads as the same gpt2 model (given a vocab_size).
+// `source` prefixes every error. Errors: InvalidArgument naming the key,
+// e.g. "<source>: field 'n_embd' or 'hidden_size' is missing", "<source>:
+// field 'n_head' must be a positive integer, got 0", "<source>: field 'n_embd'
+// (130) is not divisible by field 'n_head' (4)", "<source>: model_type
+// 'llama' is not supported by the executor ...".
 StatusOr<GptConfig> ParseGptConfig(const nlohmann::json& config, const std::string& source = "model config");
 
 // The config as a GPT-2 style JSON object (the keys ParseGptConfig reads).

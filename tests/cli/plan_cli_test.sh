@@ -78,4 +78,35 @@ refuse 2 "field 'n_embd' (100) is not divisible by field 'n_head' (7)" --model-c
 "$PW" plan $G --max-virtual-stages 1 --no-min-pp -o "$T/v1.json" > "$T/v1.txt" || fail "--max-virtual-stages 1 plan failed"
 grep -q '^chosen: .* v=1 ' "$T/v1.txt" || fail "--max-virtual-stages 1 chose v > 1: $(grep chosen "$T/v1.txt")"
 grep -q 'zb-v .*--max-virtual-stages 1: ZB-V needs v >= 2' "$T/v1.txt" || fail "no zb-v rejection for --max-virtual-stages 1"
+# --profile outside the measured shapes: a warning naming kind, quantity, shape and measured range on
+# stderr; a fit predicting a time <= 0 is an error (exit 2) naming --profile and the shape, not a silent 0.
+python3 - "$T/prof.json" << 'PY'
+import json, sys
+def fit(c, feats=("tokens", "one")):
+    return {"features": list(feats), "coefficients": c, "points": 9, "tokens_range": [16, 256]}
+def kind(i_coef):  # seconds and bytes linear in tokens; I as given
+    return {"F": fit([2e-6, 1e-4]), "I": fit(i_coef), "W": fit([2e-6, 5e-5]), "B": fit([4e-6, 2e-4]),
+            "activation_bytes": fit([1000.0, 0.0]), "wstash_bytes": fit([512.0, 64.0]), "static_bytes": 1000}
+json.dump({"format": "pipewright-profile", "version": 1,
+           "model": {"n_layer": 4, "n_embd": 64, "n_head": 4, "n_inner": 256, "n_positions": 4096,
+                     "vocab_size": 256},
+           "micro_batch_size": 2, "seq_length": 32,
+           # The embedding's I (tiny, noisy) slopes down: > 0 up to 2000 tokens, < 0 beyond.
+           "fits": {"embedding": kind([-1e-9, 2e-6]), "block": kind([3e-6, 1e-4]), "head": kind([3e-6, 1e-4])}},
+          open(sys.argv[1], "w"))
+PY
+P="--profile $T/prof.json --pp 2 --num-microbatches 4 --schedule 1f1b --no-min-pp"
+"$PW" plan $P --micro-batch-size 2 --seq-length 64 -o "$T/p1.json" > /dev/null 2> "$T/p1.err" \
+  || fail "plan --profile inside the measured shapes: $(cat "$T/p1.err")"
+[ ! -s "$T/p1.err" ] || fail "plan --profile inside the measured shapes warned: $(cat "$T/p1.err")"
+"$PW" plan $P --micro-batch-size 2 --seq-length 512 -o "$T/p2.json" > /dev/null 2> "$T/p2.err" \
+  || fail "plan --profile at 1024 tokens (extrapolated, > 0): $(cat "$T/p2.err")"
+[ -e "$T/p2.json" ] || fail "plan --profile at 1024 tokens wrote no plan"
+for kind in embedding block head; do
+  grep -q "^pipewright plan: warning: --profile $T/prof.json: $kind F time, I time, W time, B time, activation bytes, wstash bytes extrapolated to micro-batch size x seq length 2x512 (1024 tokens), outside the measured 16..256 tokens" "$T/p2.err" \
+    || fail "no extrapolation warning for $kind in: $(cat "$T/p2.err")"
+done
+refuse 2 "--profile $T/prof.json: the embedding I time fit predicts -2.096e-06 s at micro-batch size 1 x seq length 4096 (4096 tokens; measured 16..256 tokens)" \
+  $P --micro-batch-size 1 --seq-length 4096
+grep -q "warning: .*embedding .* 1x4096 (4096 tokens)" "$T/rerr.txt" || fail "no warning before the error: $(cat "$T/rerr.txt")"
 echo "plan CLI: OK"

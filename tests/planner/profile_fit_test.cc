@@ -164,5 +164,146 @@ TEST(ParseProfile, ErrorsNameTheField) {
   EXPECT_NE(r.status().message().find("fits.decoder"), std::string::npos) << r.status().ToString();
 }
 
+// --- Extrapolation: the measured range is recorded, shapes outside it are
+// reported, and a fit that predicts <= 0 there is an error, not a silent 0.
+
+Profile FittedProfile() {
+  Profile p = SyntheticProfile();
+  EXPECT_TRUE(FitProfile(p, {{"embedding", 100}, {"block", 1000}, {"head", 200}}).ok());
+  return p;
+}
+
+TEST(ProfileExtrapolation, MeasuredTokensRangeIsRecordedAndRoundTrips) {
+  Profile p = FittedProfile();
+  // Samples: b in {1, 2, 4} x s in {16, 32, 64}: tokens 16..256.
+  for (const auto& [kind, k] : p.fits)
+    for (const LinearFit* f : {&k.f, &k.i, &k.w, &k.b, &k.activation_bytes, &k.wstash_bytes}) {
+      EXPECT_EQ(f->min_tokens, 16) << kind;
+      EXPECT_EQ(f->max_tokens, 256) << kind;
+    }
+  EXPECT_EQ(p.comm_fit->max_tokens, 0) << "comm fits have no tokens range";
+  nlohmann::json j = *ProfileToJson(p);
+  EXPECT_EQ(j["fits"]["block"]["F"]["tokens_range"], nlohmann::json({16, 256})) << j["fits"]["block"]["F"].dump();
+  auto back = ParseProfile(j, "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->fits.at("head").wstash_bytes.max_tokens, 256);
+  EXPECT_EQ(back->source, "p.json");
+  // A file written before the range was recorded: taken from its samples.
+  for (auto& [kind, k] : j["fits"].items())
+    for (const char* q : {"F", "I", "W", "B", "activation_bytes", "wstash_bytes"}) k[q].erase("tokens_range");
+  back = ParseProfile(j, "old.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->fits.at("block").i.min_tokens, 16);
+  EXPECT_EQ(back->fits.at("block").i.max_tokens, 256);
+  // A bad range names the field and the value.
+  j["fits"]["block"]["W"]["tokens_range"] = {0, 5};
+  auto bad = ParseProfile(j, "p.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("fits.block.W.tokens_range must be [min, max]"), std::string::npos)
+      << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("[0,5]"), std::string::npos) << bad.status().ToString();
+}
+
+TEST(ProfileExtrapolation, ShapesOutsideTheMeasuredTokensAreFoundAndNamed) {
+  const Profile p = FittedProfile();
+  static const struct {
+    int64_t b, s;
+    bool outside;
+  } cases[] = {{1, 16, false}, {2, 32, false}, {4, 64, false}, {3, 48, false},
+               {1, 8, true},   {8, 64, true},  {16, 128, true}};
+  for (const auto& c : cases) {
+    auto found = FindExtrapolations(p, c.b, c.s);
+    EXPECT_EQ(found.size(), c.outside ? 18u : 0u) << "b=" << c.b << " s=" << c.s;  // 3 kinds x 6 quantities
+    for (const Extrapolation& e : found) {
+      EXPECT_EQ(e.micro_batch_size, c.b);
+      EXPECT_EQ(e.seq_length, c.s);
+      EXPECT_EQ(e.min_tokens, 16) << e.kind << " " << e.quantity;
+      EXPECT_EQ(e.max_tokens, 256) << e.kind << " " << e.quantity;
+    }
+  }
+  auto found = FindExtrapolations(p, 8, 64);
+  ASSERT_EQ(found.size(), 18u);
+  EXPECT_EQ(found[0].kind, "embedding");
+  EXPECT_EQ(found[0].quantity, "F");
+  EXPECT_EQ(found[5].quantity, "wstash_bytes");
+  auto more = FindExtrapolations(p, 16, 64);
+  found.insert(found.end(), more.begin(), more.end());
+  std::vector<std::string> lines = FormatExtrapolationWarnings(found, "--profile p.json");
+  ASSERT_EQ(lines.size(), 3u) << "one line per kind";
+  EXPECT_EQ(lines[1],
+            "--profile p.json: block F time, I time, W time, B time, activation bytes, wstash bytes extrapolated to "
+            "micro-batch size x seq length 8x64 (512 tokens), 16x64 (1024 tokens), outside the measured 16..256 "
+            "tokens: these costs are a linear fit's guess (pipewright profile can measure the shape)");
+  EXPECT_TRUE(FormatExtrapolationWarnings({}, "x").empty());
+}
+
+TEST(ProfileExtrapolation, NonPositivePredictionIsAnErrorNamingKindQuantityAndShape) {
+  Profile p = FittedProfile();
+  p.source = "--profile p.json";
+  // A tiny quantity whose noisy fit slopes down: positive over the measured
+  // 16..256 tokens, negative beyond 2000 tokens.
+  p.fits.at("embedding").i.coefficients = {-1e-9, 2e-6};
+  auto inside = ProfileLayerCosts(p, kModel, 2, 32);
+  ASSERT_TRUE(inside.ok()) << inside.status().ToString();
+  EXPECT_NEAR(inside->layers[0].i, 2e-6 - 64e-9, 1e-15);
+  auto still_positive = ProfileLayerCosts(p, kModel, 16, 64);  // 1024 tokens: extrapolated, but > 0
+  ASSERT_TRUE(still_positive.ok()) << still_positive.status().ToString();
+  EXPECT_GT(still_positive->layers[0].i, 0);
+
+  auto far = ProfileLayerCosts(p, kModel, 64, 64);  // 4096 tokens: -2.1e-6 s
+  ASSERT_FALSE(far.ok()) << "predicted " << far->layers[0].i << " s, silently";
+  EXPECT_EQ(far.status().code(), StatusCode::kInvalidArgument);
+  const std::string& msg = far.status().message();
+  for (const char* want : {"--profile p.json: ", "embedding I time fit predicts -2.096e-06 s",
+                           "micro-batch size 64 x seq length 64", "4096 tokens; measured 16..256 tokens"})
+    EXPECT_NE(msg.find(want), std::string::npos) << "missing '" << want << "' in: " << msg;
+
+  // Bytes too.
+  p = FittedProfile();
+  p.fits.at("block").activation_bytes.coefficients = {-10.0, 0.0, 1000.0};
+  auto bytes = ProfileLayerCosts(p, kModel, 4, 64);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(bytes.status().message().find("block activation bytes fit predicts -1560 B at micro-batch size 4 x seq "
+                                          "length 64"),
+            std::string::npos)
+      << bytes.status().ToString();
+
+  // A quantity measured as 0 everywhere fits to 0: that is no extrapolation.
+  p = FittedProfile();
+  p.fits.at("head").wstash_bytes.coefficients = {0.0, 0.0};
+  auto zero = ProfileLayerCosts(p, kModel, 64, 64);
+  ASSERT_TRUE(zero.ok()) << zero.status().ToString();
+  EXPECT_EQ(zero->layers.back().wstash_bytes, 0);
+}
+
+TEST(ProfileExtrapolation, PlannerRefusesTheShapeAndKeepsTheOthers) {
+  Profile p = FittedProfile();
+  p.source = "--profile p.json";
+  p.fits.at("embedding").i.coefficients = {-1e-9, 2e-6};  // <= 0 beyond 2000 tokens
+  PlannerModel model;
+  model.profile = p;
+  PlannerOptions o;
+  o.pp_size = 2;
+  o.schedules = {"1f1b"};
+  o.find_min_pp = false;
+  o.seq_length = 64;
+  // The asked-for shape: an error naming --profile and the shape.
+  o.num_microbatches = 4;
+  o.micro_batch_size = 64;
+  auto r = SearchPlans(model, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("--profile p.json: the embedding I time fit predicts"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("micro-batch size 64 x seq length 64"), std::string::npos);
+  // Micro-batch sizes searched (1, 2, 4, 8 at s = 64: up to 512 tokens) are
+  // all positive: the plan is made.
+  o.micro_batch_size.reset();
+  o.num_microbatches.reset();
+  o.global_batch_size = 16;
+  r = SearchPlans(model, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
 }  // namespace
 }  // namespace pw

@@ -122,5 +122,22 @@ TEST_F(ShowCli, MeasuredTraceDiffAgainstItsPlan) {
   EXPECT_NE(err.find("the plan has 2 ranks, the trace 4"), std::string::npos) << err;
 }
 
+// `pipewright report -o DIR`: DIR (and its parents) need not exist.
+TEST_F(ShowCli, ReportCreatesAMissingOutputDirectory) {
+  const std::string out = dir_ + "/bench/new/results";
+  std::string err;
+  const std::string sweep = " --schedules 1f1b,zb-h1 --pp 4 --microbatches 8 --model none";
+  ASSERT_EQ(Run("report -o " + out + sweep, &err), 0) << err;
+  EXPECT_TRUE(Exists(out + "/schedule_report.md"));
+  // Into the existing directory again: fine.
+  EXPECT_EQ(Run("report -o " + out + sweep, &err), 0) << err;
+  // A regular file where the directory should be: exit 2, the flag and path named, nothing written.
+  std::string file = Write("taken", "x");
+  EXPECT_EQ(Run("report -o " + file + "/results" + sweep, &err), 2);
+  EXPECT_NE(err.find("-o/--output-dir " + file + "/results: '" + file + "' exists and is not a directory"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace pw::viz::testing

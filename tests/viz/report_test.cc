@@ -1,6 +1,14 @@
 // The report: every closed-form cell agrees with the simulator exactly for
 // unit costs, output is deterministic, and failures are recorded per cell.
 #include <gtest/gtest.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "launch/viz/report.h"
 #include "schedules/registry.h"
@@ -178,6 +186,99 @@ TEST(Report, InterleavedClosedFormForEveryMAtLeastP) {
         else EXPECT_EQ(c.peak_memory, c.closed.peak_memory) << where;
       }
   EXPECT_GT(partial_rounds, 50);
+}
+
+// --- Writing the report: -o DIR that does not exist yet.
+
+class ReportFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pw_report_files_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  static bool Exists(const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0;
+  }
+  // Names in `dir`, sorted, without "." and "..".
+  static std::vector<std::string> List(const std::string& dir) {
+    std::vector<std::string> names;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (dirent* e = readdir(d))
+        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.push_back(e->d_name);
+      closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  const Report report_{{}, {{"bubble.svg", "<svg/>"}, {"schedule_report.md", "# report\n"}}};
+  std::string dir_;
+};
+
+TEST_F(ReportFiles, MissingDirectoryIsCreatedWithItsParents) {
+  const std::string out = dir_ + "/a/b/results/";  // a trailing slash, as shells complete it
+  Status st = WriteReportFiles(report_, out);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Read(dir_ + "/a/b/results/schedule_report.md"), "# report\n");
+  EXPECT_EQ(Read(dir_ + "/a/b/results/bubble.svg"), "<svg/>");
+  EXPECT_EQ(List(dir_ + "/a/b/results"), (std::vector<std::string>{"bubble.svg", "schedule_report.md"}));
+  EXPECT_EQ(List(dir_ + "/a/b"), std::vector<std::string>{"results"}) << "no temporary directory left";
+  // Again into the now existing directory: files replaced, others kept.
+  std::ofstream(dir_ + "/a/b/results/notes.txt") << "mine";
+  const Report second{{}, {{"schedule_report.md", "# second\n"}}};
+  st = WriteReportFiles(second, out);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Read(dir_ + "/a/b/results/schedule_report.md"), "# second\n");
+  EXPECT_EQ(List(dir_ + "/a/b/results"),
+            (std::vector<std::string>{"bubble.svg", "notes.txt", "schedule_report.md"}));
+}
+
+TEST_F(ReportFiles, RelativeDirectoryWithoutParents) {
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+  ASSERT_EQ(chdir(dir_.c_str()), 0);
+  Status st = WriteReportFiles(report_, "results");
+  EXPECT_EQ(chdir(cwd), 0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(List(dir_), std::vector<std::string>{"results"});
+  EXPECT_TRUE(Exists(dir_ + "/results/schedule_report.md"));
+}
+
+TEST_F(ReportFiles, AFileInTheWayIsNamedAndNothingIsLeftBehind) {
+  std::ofstream(dir_ + "/file") << "x";
+  Status st = WriteReportFiles(report_, dir_ + "/file");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("'" + dir_ + "/file' exists and is not a directory"), std::string::npos) << st.ToString();
+  st = WriteReportFiles(report_, dir_ + "/file/results");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("'" + dir_ + "/file' exists and is not a directory"), std::string::npos)
+      << st.ToString();
+  // The file in the way found after creating parents p and p/q: both go.
+  st = WriteReportFiles(report_, dir_ + "/p/q/../../file/r");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/p/q/../../file' exists and is not a directory"), std::string::npos)
+      << st.ToString();
+  EXPECT_EQ(List(dir_), std::vector<std::string>{"file"}) << "created parents removed on failure";
+  EXPECT_FALSE(WriteReportFiles(report_, "").ok());
+}
+
+TEST_F(ReportFiles, AFailedWriteLeavesNoNewDirectory) {
+  // A file name that cannot be created inside the directory: the temporary
+  // directory and the parents this call made are removed.
+  const Report bad{{}, {{"ok.svg", "<svg/>"}, {"missing/sub.md", "x"}}};
+  Status st = WriteReportFiles(bad, dir_ + "/x/y/results");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("missing/sub.md"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(List(dir_).empty()) << "left: " << (List(dir_).empty() ? "" : List(dir_)[0]);
 }
 
 }  // namespace

@@ -35,6 +35,9 @@ TEST(ChromeTrace, EventsFollowTheTraceFormat) {
       EXPECT_DOUBLE_EQ(e["dur"].get<double>(), e["cat"] == "B" ? 2e6 : 1e6) << e.dump();  // 1 s = 1e6 µs
     } else {
       ++comm;
+      EXPECT_EQ(e["cat"], "comm");
+      EXPECT_GE(e["bind_id"].get<int64_t>(), 1) << "flow ids are 1-based, as in measured traces: " << e.dump();
+      EXPECT_TRUE(e["args"].contains("peer_rank")) << e.dump();
     }
     if (e.contains("flow_out")) ++flow_out;
     if (e.contains("flow_in")) ++flow_in;
