@@ -157,11 +157,18 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   if (m.options.clip_grad_norm > 0) {
     // Global norm: every rank's sum of squares (float64), all-gathered; the
     // same coefficient on every rank (torch.nn.utils.clip_grad_norm_).
+    // Summed on the device, read once (one host sync per step, not one per
+    // parameter).
     double sumsq = 0.0;
     {
       torch::NoGradGuard no_grad;
-      for (const auto& p : params)
-        if (p.grad().defined()) sumsq += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
+      torch::Tensor acc;  // () float64 on the parameters' device
+      for (const auto& p : params) {
+        if (!p.grad().defined()) continue;
+        torch::Tensor term = p.grad().to(torch::kDouble).pow(2).sum();
+        acc = acc.defined() ? acc.add_(term) : term;
+      }
+      if (acc.defined()) sumsq = acc.item<double>();
     }
     PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.comm, {sumsq}));
     double total = 0.0;
@@ -343,6 +350,9 @@ StatusOr<double> ReferenceModel::Step(const TokenBatch& batch, bool apply_optimi
     torch::Tensor targets = BatchTensor(batch.targets, batch.rows, batch.seq);  // (B, T)
     torch::Tensor loss = models::LanguageModelLoss(m.module->forward(inputs), targets);  // ()
     loss.backward();
+    // LibTorch's own global-norm clipping: the reference the pipelined
+    // clipping in Engine::Step is checked against.
+    if (m.options.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(m.module->parameters(), m.options.clip_grad_norm);
     if (apply_optimizer) m.optimizer->step();
     return loss.item<double>();
   } catch (const c10::Error& e) {

@@ -136,7 +136,9 @@ class ReferenceModel {
   // `model`: the HF config object. Errors: InvalidArgument from the config.
   static StatusOr<std::unique_ptr<ReferenceModel>> Create(const nlohmann::json& model, const EngineOptions& options);
   ~ReferenceModel();
-  // Mean cross-entropy over the whole batch, backward, then AdamW if asked.
+  // Mean cross-entropy over the whole batch, backward, global-norm gradient
+  // clipping when options.clip_grad_norm > 0 (torch::nn::utils::clip_grad_norm_),
+  // then AdamW if asked.
   StatusOr<double> Step(const TokenBatch& batch, bool apply_optimizer = true);
   std::vector<NamedValues> Parameters() const;
   std::vector<NamedValues> Gradients() const;

@@ -4,6 +4,7 @@
 // gradient; after 3 AdamW steps: every parameter. Tolerance: relative
 // difference <= 1e-10 per tensor (max |a-b| / max |ref|).
 #include <numeric>
+#include <tuple>
 
 #include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
@@ -103,6 +104,48 @@ TEST_P(EquivalenceTest, MatchesSingleProcess) {
   EXPECT_LE(p.rel, kTolerance) << CaseName(c) << ": parameters after 3 steps: " << Describe(p);
   std::printf("[ equiv    ] %-42s loss %.12f grad rel %.2e (%s) param rel %.2e\n", CaseName(c).c_str(), loss, g.rel,
               g.name.c_str(), p.rel);
+}
+
+// Global-norm clipping across ranks (an all-gather of each rank's sum of
+// squares) against LibTorch's clip_grad_norm_ on the whole model: the max
+// norm is far below the gradient norm, so every step clips.
+TEST(EquivalenceClipTest, ClippedStepsMatchClipGradNorm) {
+  for (const auto& [schedule, pp, m] : std::vector<std::tuple<std::string, int, int>>{
+           {"1f1b", 2, 3}, {"zb-h1", 3, 4}, {"zb-v", 2, 4}}) {
+    PlanSpec spec;
+    spec.schedule = schedule;
+    spec.pp_size = pp;
+    spec.num_microbatches = m;
+    spec.model = TinyModel(8);
+    spec.seq_length = kSeq;
+    spec.micro_batch_size = 2;
+    spec.bytes_per_element = 8;
+    spec.clip_grad_norm = 0.05;
+    StatusOr<Plan> plan = BuildPlan(spec);
+    ASSERT_TRUE(plan.ok()) << schedule << ": " << plan.status().ToString();
+    std::vector<TokenBatch> batches;
+    for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(2 * m, kSeq, 200 + i));
+    EngineOptions options = Fp64Options();
+    options.clip_grad_norm = spec.clip_grad_norm;
+    std::vector<RankRun> runs = RunLoopback(*plan, pp, batches, options, /*timeout_s=*/20.0);
+    ReferenceRun ref = RunReference(spec.model, batches, options);
+    ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
+    std::vector<NamedValues> grads, params;
+    for (int r = 0; r < pp; ++r) {
+      ASSERT_TRUE(runs[r].status.ok()) << schedule << ": rank " << r << ": " << runs[r].status.ToString();
+      grads.insert(grads.end(), runs[r].grads_after_first.begin(), runs[r].grads_after_first.end());
+      params.insert(params.end(), runs[r].params_after_last.begin(), runs[r].params_after_last.end());
+    }
+    const double norm = runs[0].reports[0].grad_norm;
+    EXPECT_GT(norm, 10 * spec.clip_grad_norm) << schedule << ": the step did not clip";
+    for (int r = 1; r < pp; ++r) EXPECT_EQ(runs[r].reports[0].grad_norm, norm) << "rank " << r << " clipped differently";
+    Diff g = WorstDiff(grads, ref.grads_after_first);
+    EXPECT_LE(g.rel, kTolerance) << schedule << ": clipped gradients after step 1: " << Describe(g);
+    Diff p = WorstDiff(params, ref.params_after_last);
+    EXPECT_LE(p.rel, kTolerance) << schedule << ": parameters after 3 clipped steps: " << Describe(p);
+    std::printf("[ clip     ] %-10s P=%d m=%d grad norm %.6f (max 0.05) grad rel %.2e param rel %.2e\n",
+                schedule.c_str(), pp, m, norm, g.rel, p.rel);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, EquivalenceTest, ::testing::ValuesIn(AllCases()),
