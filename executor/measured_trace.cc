@@ -28,6 +28,11 @@ TraceHeader ProgramHeader(const Program& program) {
 
 }  // namespace
 
+// Rank 0's half of WriteMeasuredTrace: every rank's gathered span times
+// (`all`, in rank order) into the file at `path`.
+static Status WriteGathered(const Plan& plan, const Program& program, const std::vector<std::string>& all,
+                     const std::string& path, const std::string& title);
+
 int64_t MessageFlowId(const Program& program, const Action& a) {
   return TraceFlowId(a, program.num_stages, program.num_microbatches);
 }
@@ -65,7 +70,17 @@ Status WriteMeasuredTrace(const Plan& plan, const std::vector<ActionSpan>& spans
   PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm.AllGather(mine));
   for (const std::string& part : all)
     if (!part.empty() && part[0] == '!') return Status::InvalidArgument("--trace " + path + ": " + part.substr(1));
-  if (rank != 0) return Status::Ok();
+  // Rank 0 writes; then every rank learns its result, so a failed write
+  // stops all ranks together instead of leaving the others waiting for rank 0.
+  Status written = rank == 0 ? WriteGathered(plan, program, all, path, title) : Status::Ok();
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> results, comm.AllGather(written.ok() ? "" : written.ToString()));
+  if (rank != 0 && !results[0].empty()) return Status::InvalidArgument("rank 0: " + results[0]);
+  return written;
+}
+
+static Status WriteGathered(const Plan& plan, const Program& program, const std::vector<std::string>& all,
+                     const std::string& path, const std::string& title) {
+  const int ranks = static_cast<int>(program.ranks.size());
   if (static_cast<int>(all.size()) != ranks)
     return Status::InvalidArgument("--trace " + path + ": " + std::to_string(all.size()) +
                                    " ranks took part, the plan has " + std::to_string(ranks));

@@ -68,6 +68,11 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size) {
   if (out.training.seq_length > out.model.n_positions)
     return Status::InvalidArgument("plan field 'training.seq_length' " + std::to_string(out.training.seq_length) +
                                    " exceeds the model's n_positions " + std::to_string(out.model.n_positions));
+  // Tokens are the bytes of --data (0..255): a smaller vocabulary would index
+  // past the embedding table on the first byte above it.
+  if (out.model.vocab_size < 256)
+    return Status::InvalidArgument("plan field 'model.vocab_size' is " + std::to_string(out.model.vocab_size) +
+                                   ": the executor's tokens are bytes, so it needs vocab_size >= 256");
   return out;
 }
 

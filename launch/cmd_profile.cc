@@ -9,6 +9,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 #include <memory>
 
 #include "executor/launch_env.h"
@@ -42,8 +44,34 @@ struct ProfileCommandOptions {
   int p2p_repetitions = 30;
 };
 
+// What can be known wrong before measuring anything (the same on every
+// rank): fits need two shapes with different token counts and two message
+// sizes; the output file's directory must exist.
+Status CheckProfileRequest(const ProfileCommandOptions& c, bool measures_p2p) {
+  std::set<int64_t> tokens;
+  for (int b : c.micro_batch_sizes)
+    for (int s : c.seq_lengths) tokens.insert(static_cast<int64_t>(b) * s);
+  if (tokens.size() < 2)
+    return Status::InvalidArgument("--micro-batch-sizes and --seq-lengths give " + std::to_string(tokens.size()) +
+                                   " distinct token count(s) (micro-batch size x sequence length); fitting time = "
+                                   "a*tokens + b needs at least 2 (e.g. --micro-batch-sizes 1,2)");
+  if (measures_p2p) {
+    std::set<int64_t> sizes(c.p2p_bytes.begin(), c.p2p_bytes.end());
+    if (sizes.size() < 2 || *sizes.begin() < 1)
+      return Status::InvalidArgument("--p2p-bytes needs at least 2 distinct sizes, each >= 1 byte (fitting latency "
+                                     "+ bytes / bandwidth)");
+  }
+  const std::filesystem::path parent = std::filesystem::path(c.output).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+    return Status::InvalidArgument("-o/--output " + c.output + ": its directory '" + parent.string() +
+                                   "' does not exist");
+  return Status::Ok();
+}
+
 Status RunProfile(const ProfileCommandOptions& c) {
   PW_ASSIGN_OR_RETURN(exec::LaunchEnv env, exec::ReadLaunchEnv());
+  PW_RETURN_IF_ERROR(CheckProfileRequest(c, env.world_size > 1));
   // Every rank reads the model first, so a bad --model-config stops all of
   // them here instead of leaving ranks > 0 waiting for rank 0.
   PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));

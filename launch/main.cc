@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help prints and succeeds; any bad command line (unknown flag, a value
+    // that does not parse or is not allowed) exits 2 like every other bad input.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   return ctx.exit_code;
 }

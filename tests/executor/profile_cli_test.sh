@@ -44,6 +44,15 @@ set -e
 [ $rc -eq 2 ] || fail "bad --seq-lengths: exit $rc, want 2"
 grep -q -- '--seq-lengths' "$work/err.txt" || fail "error does not name --seq-lengths: $(cat "$work/err.txt")"
 [ ! -e "$work/bad.json" ] || fail "file written on error"
+# Requests that cannot be fitted, or written, are refused before measuring (exit 2).
+for args in "--micro-batch-sizes 2 --seq-lengths 8" "-o $work/nodir/p.json"; do
+  set +e
+  "$pw" profile --model-config "$work/model.json" $args > /dev/null 2> "$work/err.txt"
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] || fail "profile $args: exit $rc, want 2"
+  grep -qE -- '--micro-batch-sizes|-o/--output' "$work/err.txt" || fail "profile $args: $(cat "$work/err.txt")"
+done
 
 # Two ranks: the link is measured and fitted.
 "$mpirun" --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \

@@ -49,6 +49,19 @@ expect_fail 2 "--clip-grad-norm -2" "${run2[@]}" --clip-grad-norm -2
 expect_fail 2 "--temperature 0" "${run2[@]}" --sample 20 --temperature 0
 expect_fail 2 "--sample -1" "${run2[@]}" --sample -1
 expect_fail 2 "--trace-step 5" "${run2[@]}" --trace "$work/t.json" --trace-step 5
+# Output places are checked before training: nothing trained, nothing saved.
+expect_fail 2 "--trace $work/nodir/t.json: its directory" "${run2[@]}" --trace "$work/nodir/t.json" --save "$work/s1"
+[ ! -e "$work/s1" ] || { echo "FAIL: --save written although --trace was refused"; exit 1; }
+grep -q "^step " "$work/fail.txt" && { echo "FAIL: trained before refusing --trace"; exit 1; }
+expect_fail 2 "--save $work/text.txt: exists and is not a directory" "${run2[@]}" --save "$work/text.txt"
+# Tokens are bytes: a plan whose model has vocab_size < 256 is refused up front.
+printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 128}\n' > "$work/v128.json"
+"$make_plan" --schedule 1f1b --pp 2 -m 2 --model-config "$work/v128.json" --seq-length 16 \
+  --micro-batch-size 2 --out "$work/v128.plan.json"
+expect_fail 2 "vocab_size >= 256" "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/v128.plan.json" \
+  --data "$work/text.txt" --steps 1
+# A bad command line exits 2 like every other bad input (CLI11's own codes were 104-114).
+expect_fail 2 "--pp = abc" "$pipewright" schedule --schedule 1f1b --pp abc --num-microbatches 2
 expect_fail 2 "--warmup-steps -1" "${run2[@]}" --warmup-steps -1
 expect_fail 2 "--checkpoint-every -1" "${run2[@]}" --checkpoint-every -1
 expect_fail 2 "--log-every 0" "${run2[@]}" --log-every 0
