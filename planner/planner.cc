@@ -24,66 +24,6 @@ StatusOr<Objective> ParseObjective(const std::string& text) {
   return Status::InvalidArgument("--objective must be makespan or steady, got '" + text + "'");
 }
 
-StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
-  auto equal = [](int64_t b, int m) {
-    BatchSplit s;
-    s.micro_batch_size = b;
-    s.num_microbatches = m;
-    s.global_batch_size = b * m;
-    s.microbatch_sizes.assign(m, b);
-    return s;
-  };
-  if (o.micro_batch_size && *o.micro_batch_size < 1)
-    return Status::InvalidArgument("--micro-batch-size must be >= 1, got " + std::to_string(*o.micro_batch_size));
-  if (o.num_microbatches && *o.num_microbatches < 1)
-    return Status::InvalidArgument("--num-microbatches must be >= 1, got " + std::to_string(*o.num_microbatches));
-  if (o.global_batch_size && *o.global_batch_size < 1)
-    return Status::InvalidArgument("--global-batch-size must be >= 1, got " + std::to_string(*o.global_batch_size));
-  if (!o.global_batch_size && !o.num_microbatches)
-    return Status::InvalidArgument("give --global-batch-size (with or without --micro-batch-size) or --num-microbatches");
-  if (!o.global_batch_size) return std::vector<BatchSplit>{equal(o.micro_batch_size.value_or(1), *o.num_microbatches)};
-  const int64_t G = *o.global_batch_size;
-  if (o.num_microbatches) {
-    const int m = *o.num_microbatches;
-    if (G < m)
-      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is smaller than --num-microbatches " +
-                                     std::to_string(m) + ": a microbatch cannot be empty");
-    if (G % m == 0) {
-      if (o.micro_batch_size && *o.micro_batch_size * m != G)
-        return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " != --micro-batch-size " +
-                                       std::to_string(*o.micro_batch_size) + " x --num-microbatches " +
-                                       std::to_string(m));
-      return std::vector<BatchSplit>{equal(G / m, m)};
-    }
-    if (o.micro_batch_size)
-      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not --micro-batch-size " +
-                                     std::to_string(*o.micro_batch_size) + " x --num-microbatches " +
-                                     std::to_string(m) + "; drop --micro-batch-size to allow unequal microbatches");
-    // Unequal microbatches: G = q m + r; the first r take q + 1 sequences.
-    BatchSplit s;
-    s.num_microbatches = m;
-    s.global_batch_size = G;
-    for (int k = 0; k < m; ++k) s.microbatch_sizes.push_back(G / m + (k < G % m ? 1 : 0));
-    s.micro_batch_size = s.microbatch_sizes.front();
-    return std::vector<BatchSplit>{s};
-  }
-  if (o.micro_batch_size) {
-    const int64_t b = *o.micro_batch_size;
-    if (G % b != 0) {
-      int64_t lo = G / b * b, hi = lo + b;
-      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not divisible by --micro-batch-size " +
-                                     std::to_string(b) + " (Megatron asserts the same); use --global-batch-size " +
-                                     (lo > 0 ? std::to_string(lo) + " or " : std::string()) + std::to_string(hi) +
-                                     ", or --num-microbatches for unequal microbatches");
-    }
-    return std::vector<BatchSplit>{equal(b, static_cast<int>(G / b))};
-  }
-  std::vector<BatchSplit> out;
-  for (int64_t b : {1, 2, 4, 8})
-    if (G % b == 0) out.push_back(equal(b, static_cast<int>(G / b)));
-  return out;
-}
-
 StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOptions& o, int64_t b, Recompute r) {
   if (model.profile) {
     if (r != Recompute::kNone)
