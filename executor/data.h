@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::exec {
 

@@ -19,7 +19,7 @@
 #include "executor/data.h"
 #include "executor/interpreter.h"
 #include "schedules/plan.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::exec {
 

@@ -24,7 +24,7 @@
 #include "executor/communicator.h"
 #include "schedules/action.h"
 #include "schedules/program.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::exec {
 

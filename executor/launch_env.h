@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::exec {
 

@@ -14,7 +14,7 @@
 #include "executor/communicator.h"
 #include "executor/interpreter.h"
 #include "schedules/plan.h"
-#include "schedules/status.h"
+#include "base/status.h"
 #include "schedules/trace_writer.h"
 
 namespace pw::exec {

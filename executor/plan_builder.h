@@ -13,7 +13,7 @@
 
 #include "models/torch/gpt_config.h"
 #include "schedules/plan.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::exec {
 

@@ -5,7 +5,7 @@
 #include "executor/plan_builder.h"
 #include "models/torch/gpt_config.h"
 #include "schedules/plan.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::exec {
 

@@ -21,7 +21,7 @@
 
 #include "executor/communicator.h"
 #include "planner/profile_fit.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::exec {
 

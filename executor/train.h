@@ -9,7 +9,7 @@
 
 #include "executor/communicator.h"
 #include "executor/engine.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::exec {
 

@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::cli {
 

@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include "schedules/costs.h"
+#include "base/costs.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::cli {
 

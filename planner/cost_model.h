@@ -10,8 +10,8 @@
 #include "models/spec/footprint.h"
 #include "models/spec/layer_costs.h"
 #include "models/spec/model_config.h"
-#include "schedules/costs.h"
-#include "schedules/status.h"
+#include "base/costs.h"
+#include "base/status.h"
 
 namespace pw {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "schedules/costs.h"
+#include "base/costs.h"
 #include "schedules/program.h"
 
 namespace pw {

@@ -19,7 +19,7 @@
 
 #include "models/spec/layer_costs.h"
 #include "planner/cost_model.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

@@ -24,7 +24,7 @@
 #include "schedules/plan.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

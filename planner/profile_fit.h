@@ -32,8 +32,8 @@
 #include <nlohmann/json.hpp>
 
 #include "models/spec/layer_costs.h"
-#include "schedules/costs.h"
-#include "schedules/status.h"
+#include "base/costs.h"
+#include "base/status.h"
 
 namespace pw {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "schedules/program.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

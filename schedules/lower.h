@@ -3,9 +3,9 @@
 // SEND/RECV between them. Pure functions: the input is not changed.
 #pragma once
 
-#include "schedules/costs.h"
+#include "base/costs.h"
 #include "schedules/program.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedules/costs.h"
+#include "base/costs.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

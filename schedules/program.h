@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "schedules/action.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "schedules/costs.h"
+#include "base/costs.h"
 #include "schedules/program.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

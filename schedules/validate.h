@@ -4,9 +4,9 @@
 // that step marked "<-- ERROR HERE".
 #pragma once
 
-#include "schedules/costs.h"
+#include "base/costs.h"
 #include "schedules/program.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

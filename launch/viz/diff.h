@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "launch/viz/timeline.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::viz {
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "launch/viz/timeline.h"
-#include "schedules/costs.h"
+#include "base/costs.h"
 #include "schedules/plan.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::viz {
 

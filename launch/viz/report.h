@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "launch/viz/diff.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::viz {
 

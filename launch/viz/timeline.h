@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "schedules/action.h"
-#include "schedules/costs.h"
+#include "base/costs.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "launch/viz/timeline.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::viz {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "models/spec/model_config.h"
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

@@ -21,8 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedules/costs.h"
-#include "schedules/status.h"
+#include "base/costs.h"
+#include "base/status.h"
 
 namespace pw {
 

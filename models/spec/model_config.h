@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 

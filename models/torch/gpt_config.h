@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw::models {
 

@@ -1,4 +1,4 @@
-#include "schedules/costs.h"
+#include "base/costs.h"
 
 namespace pw {
 

@@ -1,4 +1,4 @@
-#include "schedules/status.h"
+#include "base/status.h"
 
 namespace pw {
 
