@@ -48,7 +48,7 @@
 #include "executor/mpi_communicator.h"
 #include "executor/plan_builder.h"
 #include "executor/profile.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "schedules/simulate.h"
 
 namespace pw::exec {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedules/plan.h"
+#include "plan/plan.h"
 
 namespace pw::exec {
 

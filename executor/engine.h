@@ -18,7 +18,7 @@
 #include "executor/communicator.h"
 #include "executor/data.h"
 #include "executor/interpreter.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "base/status.h"
 
 namespace pw::exec {

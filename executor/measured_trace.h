@@ -13,7 +13,7 @@
 
 #include "executor/communicator.h"
 #include "executor/interpreter.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "base/status.h"
 #include "schedules/trace_writer.h"
 

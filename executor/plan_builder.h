@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/torch/gpt_config.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "base/status.h"
 
 namespace pw::exec {

@@ -4,7 +4,7 @@
 #include "executor/communicator.h"
 #include "executor/plan_builder.h"
 #include "models/torch/gpt_config.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "base/status.h"
 
 namespace pw::exec {

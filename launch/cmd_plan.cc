@@ -14,7 +14,7 @@
 #include "models/spec/model_config.h"
 #include "planner/explain.h"
 #include "planner/planner.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 
 namespace pw::cli {
 

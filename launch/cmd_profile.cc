@@ -19,7 +19,7 @@
 #include "launch/commands.h"
 #include "models/spec/model_config.h"
 #include "planner/profile_fit.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 
 namespace pw::cli {
 

@@ -9,7 +9,7 @@
 #include "models/spec/device.h"
 #include "models/spec/model_config.h"
 #include "planner/planner.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "schedules/registry.h"
 
 namespace pw::cli {

@@ -16,7 +16,7 @@
 #include "launch/viz/html_page.h"
 #include "launch/viz/load.h"
 #include "launch/viz/svg_timeline.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 
 namespace pw::cli {
 

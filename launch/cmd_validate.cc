@@ -9,7 +9,7 @@
 #include "launch/summary.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
 

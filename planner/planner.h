@@ -21,7 +21,7 @@
 #include "models/spec/model_config.h"
 #include "planner/cost_model.h"
 #include "planner/profile_fit.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
 #include "base/status.h"

@@ -9,7 +9,7 @@
 
 #include "launch/viz/timeline.h"
 #include "base/costs.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "base/status.h"
 
 namespace pw::viz {

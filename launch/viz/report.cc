@@ -14,7 +14,7 @@
 #include "launch/viz/load.h"
 #include "launch/viz/trace_reader.h"
 #include "schedules/lower.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"

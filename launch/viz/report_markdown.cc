@@ -7,7 +7,7 @@
 #include "launch/viz/load.h"
 #include "launch/viz/report.h"
 #include "launch/viz/trace_reader.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 
 namespace pw::viz {
 

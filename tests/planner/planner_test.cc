@@ -9,7 +9,7 @@
 #include "models/spec/model_config.h"
 #include "planner/explain.h"
 #include "planner/planner.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "schedules/registry.h"
 #include "schedules/validate.h"
 

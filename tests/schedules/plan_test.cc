@@ -1,5 +1,5 @@
 // Plan file: deterministic write, exact round trip, errors naming the field.
-#include "schedules/plan.h"
+#include "plan/plan.h"
 
 #include <gtest/gtest.h>
 

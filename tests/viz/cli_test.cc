@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "launch/viz/load.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "tests/viz/viz_util.h"
 
 #ifndef PW_CLI_PATH

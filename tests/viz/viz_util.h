@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "launch/viz/timeline.h"
-#include "schedules/plan.h"
+#include "plan/plan.h"
 #include "tests/testing/schedule_util.h"
 
 namespace pw::viz::testing {

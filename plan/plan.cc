@@ -1,4 +1,4 @@
-#include "schedules/plan.h"
+#include "plan/plan.h"
 
 #include <cmath>
 #include <cstdio>
