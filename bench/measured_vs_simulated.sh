@@ -39,7 +39,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 # Model: GPT, 8 blocks, width 256, 8 heads, sequences of 128 bytes.
 cat > "$out/model.json" << 'JSON'
-{"model_type": "gpt2", "n_layer": 8, "n_embd": 256, "n_head": 8, "n_positions": 128, "vocab_size": 256}
+{"model_type": "gpt2", "n_layer": 8, "n_embd": 256, "n_head": 8, "n_positions": 128, "vocab_size": 256, "tie_word_embeddings": false, "attn_pdrop": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0}
 JSON
 # Training text: the Debian `fortunes` package if present, else licence texts.
 if dpkg -L fortunes > /dev/null 2>&1; then

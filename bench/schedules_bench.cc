@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "schedules/pipeline.h"
 #include "schedules/lower.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
@@ -31,14 +32,11 @@ void BM_GenerateLowerValidateSimulate(benchmark::State& state) {
   size_t actions = 0;
   int wrong = 0;
   for (auto _ : state) {
-    auto compute = GenerateSchedule(req);
-    auto lowered = AddSendRecv(*compute, req.costs);
-    Status valid = ValidateProgram(*lowered);
-    auto sim = Simulate(*lowered, req.costs);
-    actions = lowered->NumActions();
+    auto run = RunPipeline(req);
     double want = 3.0 * m + 3.0 * (P - 1) / v;
-    if (!valid.ok() || !sim.ok() || std::abs(sim->makespan_s - want) > 1e-6 * want) ++wrong;
-    benchmark::DoNotOptimize(sim);
+    if (!run.ok() || std::abs(run->sim.makespan_s - want) > 1e-6 * want) ++wrong;
+    if (run.ok()) actions = run->lowered.NumActions();
+    benchmark::DoNotOptimize(run);
   }
   state.counters["actions"] = static_cast<double>(actions);
   state.counters["actions_per_s"] =
@@ -68,10 +66,11 @@ void BM_SimulateOnly(benchmark::State& state) {
   req.num_microbatches = m;
   req.virtual_stages = v;
   req.costs = UniformCosts(P * v);
-  auto lowered = AddSendRecv(*GenerateSchedule(req), req.costs);
-  for (auto _ : state) benchmark::DoNotOptimize(Simulate(*lowered, req.costs));
+  auto run = RunPipeline(req);
+  const Program& lowered = run->lowered;
+  for (auto _ : state) benchmark::DoNotOptimize(Simulate(lowered, req.costs));
   state.counters["actions_per_s"] = benchmark::Counter(
-      static_cast<double>(lowered->NumActions()) * state.iterations(), benchmark::Counter::kIsRate);
+      static_cast<double>(lowered.NumActions()) * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SimulateOnly)->ArgNames({"P", "m"})->Args({64, 1024})->Args({64, 256})->Unit(benchmark::kMillisecond);
 

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "schedules/pipeline.h"
 #include "schedules/lower.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
@@ -85,21 +86,12 @@ Outcome Run(const Model& md, const Times& t, const std::string& schedule, int P,
   req.costs = pw::UniformCosts(P * v, c, mem, comm);
   req.memory_limit = limit_mb * mb;
   Outcome out;
-  auto compute = pw::GenerateSchedule(req);
-  if (!compute.ok()) {
-    out.error = compute.status().message();
+  auto run = pw::RunPipeline(req);  // generate, validate, lower, validate, simulate
+  if (!run.ok()) {
+    out.error = run.status().message();
     return out;
   }
-  auto lowered = pw::AddSendRecv(*compute, req.costs);
-  if (!lowered.ok() || !pw::ValidateProgram(*lowered).ok()) {
-    out.error = "lowering/validation failed";
-    return out;
-  }
-  auto sim = pw::Simulate(*lowered, req.costs);
-  if (!sim.ok()) {
-    out.error = sim.status().message();
-    return out;
-  }
+  const pw::SimResult* sim = &run->sim;
   const double work = m * (t.f + t.b + t.w) * 1e-3;
   out.ok = true;
   out.bubble = (sim->steady_step_s - work) / sim->steady_step_s;

@@ -10,6 +10,8 @@
 #include <random>
 
 #include "executor/host_memory.h"
+#include "executor/agree.h"
+#include "schedules/simulate.h"
 #include "executor/interpreter.h"
 #include "executor/launch_env.h"
 #include "executor/preflight.h"
@@ -83,6 +85,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     if (dtypes[r] != dtypes[0])
       return Status::InvalidArgument("rank 0 runs in " + dtypes[0] + " but rank " + std::to_string(r) + " in " +
                                      dtypes[r] + " (--dtype must be the same on every rank)");
+  // Message sizes, stashes and the memory prediction follow the plan's dtype.
+  const bool fp64_plan = plan.training->precision == Precision::kFp64;
+  if (fp64_plan != options.double_precision)
+    return Status::InvalidArgument(std::string("--dtype ") + (options.double_precision ? "float64" : "float32") +
+                                   ": the plan was made for training.dtype " + PrecisionName(plan.training->precision) +
+                                   " (its message and memory sizes follow it); run with --dtype " +
+                                   (fp64_plan ? "float64" : "float32") + " or plan with --dtype " +
+                                   (options.double_precision ? "fp64" : "fp32"));
   auto impl = std::make_unique<Impl>();
   impl->plan = plan;
   impl->program = PlanProgram(plan);
@@ -96,15 +106,15 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   if (options.device != "cpu") {
     // Every rank must refuse together, so the check is agreed on.
     const bool usable = options.device == "cuda" && torch::cuda::is_available();
-    PW_ASSIGN_OR_RETURN(auto ok, comm.AllGather(usable ? "1" : "0"));
-    for (size_t r = 0; r < ok.size(); ++r)
-      if (ok[r] != "1")
-        return Status::InvalidArgument(
-            "rank " + std::to_string(r) + ": --device " + options.device +
-            (options.device == "cuda" ? ": this LibTorch reports no usable CUDA device (a CPU-only build such as "
-                                        "Debian's 1.13, or no GPU visible)"
-                                      : ": unknown device (cpu or cuda)") +
-            "; the CUDA stage path runs on GPU machines through launch/device-check.sh");
+    PW_RETURN_IF_ERROR(AgreeOnStatus(
+        usable ? Status::Ok()
+               : Status::InvalidArgument(
+                     "rank " + std::to_string(comm.rank()) + ": --device " + options.device +
+                     (options.device == "cuda" ? ": this LibTorch reports no usable CUDA device (a CPU-only build "
+                                                 "such as Debian's 1.13, or no GPU visible)"
+                                               : ": unknown device (cpu or cuda)") +
+                     "; the CUDA stage path runs on GPU machines through launch/device-check.sh"),
+        comm));
   }
   // CUDA: the same device as the NCCL communicator's (DeviceForRank; NCCL
   // refuses two ranks on one GPU, the MPI-staged path here allows it).
@@ -198,7 +208,7 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
     r.makespan_s = std::max(r.makespan_s, v[2]);
     r.step_s = std::max(r.step_s, v[3]);
   }
-  r.bubble_ratio = r.makespan_s > 0 ? 1.0 - r.busy_s / (static_cast<double>(all.size()) * r.makespan_s) : 0.0;
+  r.bubble_ratio = BubbleRatio(r.busy_s, static_cast<int>(all.size()), r.makespan_s);
   r.wait_s = timing.wait_s;
   r.tokens = static_cast<int64_t>(batch.rows) * batch.seq;
   r.grad_norm = grad_norm;
@@ -331,10 +341,10 @@ struct ReferenceModel::Impl {
 ReferenceModel::ReferenceModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ReferenceModel::~ReferenceModel() = default;
 
-StatusOr<std::unique_ptr<ReferenceModel>> ReferenceModel::Create(const nlohmann::json& model,
+StatusOr<std::unique_ptr<ReferenceModel>> ReferenceModel::Create(const ModelConfig& model,
                                                                  const EngineOptions& options) {
   auto impl = std::make_unique<Impl>();
-  PW_ASSIGN_OR_RETURN(impl->config, models::ParseGptConfig(model));
+  PW_ASSIGN_OR_RETURN(impl->config, models::GptFromModel(model, "reference model"));
   impl->options = options;
   if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
   impl->module = models::GptStage(impl->config, 0, impl->config.NumLayers(), options.init_seed, DtypeOf(options));

@@ -133,8 +133,9 @@ class Engine {
 // linear, no microbatches): the reference of the equivalence tests.
 class ReferenceModel {
  public:
-  // `model`: the HF config object. Errors: InvalidArgument from the config.
-  static StatusOr<std::unique_ptr<ReferenceModel>> Create(const nlohmann::json& model, const EngineOptions& options);
+  // `model`: a plan's model section (plan/plan.h). Errors: InvalidArgument
+  // from models::GptFromModel (what the executor does not build).
+  static StatusOr<std::unique_ptr<ReferenceModel>> Create(const ModelConfig& model, const EngineOptions& options);
   ~ReferenceModel();
   // Mean cross-entropy over the whole batch, backward, global-norm gradient
   // clipping when options.clip_grad_norm > 0 (torch::nn::utils::clip_grad_norm_),

@@ -1,3 +1,4 @@
+#include "executor/agree.h"
 #include "executor/measured_trace.h"
 
 namespace pw::exec {
@@ -73,9 +74,7 @@ Status WriteMeasuredTrace(const Plan& plan, const std::vector<ActionSpan>& spans
   // Rank 0 writes; then every rank learns its result, so a failed write
   // stops all ranks together instead of leaving the others waiting for rank 0.
   Status written = rank == 0 ? WriteGathered(plan, program, all, path, title) : Status::Ok();
-  PW_ASSIGN_OR_RETURN(std::vector<std::string> results, comm.AllGather(written.ok() ? "" : written.ToString()));
-  if (rank != 0 && !results[0].empty()) return Status::InvalidArgument("rank 0: " + results[0]);
-  return written;
+  return AgreeOnStatus(written, comm);
 }
 
 static Status WriteGathered(const Plan& plan, const Program& program, const std::vector<std::string>& all,

@@ -1,9 +1,8 @@
-// Builds an executable plan for a GPT config straight from the schedules API
-// (GenerateSchedule -> AddSendRecv -> Simulate -> MakePlan), with layer
-// ranges, costs and memory derived from the model shape, and the
-// extra["model"] / extra["training"] fields the executor reads.
-// Used by the executor tests and `pw_make_plan` (launch/demo.sh) until the
-// planner writes these plans. Torch-free.
+// Executable plans for the executor's tests and benches, made by the
+// planner (planner/planner.h: SearchPlans + BuildPlan) for one fixed
+// candidate on the shipped `cpu-core` device: the same cost derivation
+// (models/spec) and the same plan writer as `pipewright plan`. Also the
+// executor's view of a plan's training section. Torch-free.
 #pragma once
 
 #include <string>
@@ -11,38 +10,43 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/torch/gpt_config.h"
-#include "plan/plan.h"
 #include "base/status.h"
+#include "plan/plan.h"
 
 namespace pw::exec {
 
+// One fixed candidate: what `pipewright plan --schedule S --pp P
+// --num-microbatches M [--layers-per-stage ...] --dtype fp32|fp64
+// --recompute-granularity none --device cpu-core` would write.
 struct PlanSpec {
   std::string schedule = "1f1b";  // canonical schedule name
   int pp_size = 2;                // P
   int num_microbatches = 4;       // m
   int virtual_stages = 0;         // v; 0 = the family default
-  nlohmann::json model;           // HF config object (gpt_config.h keys)
+  // HF config object. What the executor builds is filled in when absent:
+  // vocab_size 256 (byte tokens), tie_word_embeddings false, no dropout.
+  nlohmann::json model;
   int seq_length = 16;            // T
-  // Rows of each microbatch (size m). Empty = micro_batch_size for each.
+  // Rows of each microbatch (size m): as even as possible, larger first
+  // (the planner's unequal split of a global batch). Empty =
+  // micro_batch_size for each.
   std::vector<int> microbatch_sizes;
   int micro_batch_size = 1;
-  // Layers per stage (size S, sum N+2, each >= 1). Empty = as even as
-  // possible, earlier stages taking the remainder.
+  // Layers per stage (size S, sum N+2, each >= 1). Empty = the planner's
+  // time-balanced partition.
   std::vector<int> layers_per_stage;
-  int bytes_per_element = 4;      // activation dtype size (4 = float32, 8 = float64)
+  int bytes_per_element = 4;      // 4 = fp32 plan, 8 = fp64 plan (training.dtype)
   // > 0: the run clips by the global gradient norm; recorded as
   // training.clip_grad_norm with training.global_barrier = true.
   double clip_grad_norm = 0.0;
 };
 
-// Errors: InvalidArgument naming the field (model config, layers_per_stage
-// sum, fewer layers than stages, microbatch_sizes length); the schedule
-// registry's and lowering's own errors (e.g. Internal for a generator that is
-// not built yet), with the schedule named.
+// Errors: the planner's (InvalidArgument naming the flag, Infeasible with the
+// rejection), and InvalidArgument when microbatch_sizes is not the planner's
+// even split of its sum.
 StatusOr<Plan> BuildPlan(const PlanSpec& spec);
 
-// Training fields of a plan (extra["training"]), checked.
+// The executor's view of a plan's training section.
 struct TrainingShape {
   int seq_length = 0;
   std::vector<int> microbatch_sizes;  // rows per microbatch, size m
@@ -50,8 +54,8 @@ struct TrainingShape {
   std::vector<int> row_offsets;       // first row of each microbatch
 };
 
-// Reads extra["training"]: seq_length, and microbatch_sizes (or
-// micro_batch_size repeated m times). Errors: InvalidArgument naming the field.
+// From plan.training (checked by the plan reader). Errors: InvalidArgument if
+// the section is missing.
 StatusOr<TrainingShape> ReadTrainingShape(const Plan& plan);
 
 }  // namespace pw::exec

@@ -1,16 +1,14 @@
 #include "executor/preflight.h"
 
+#include "executor/agree.h"
+
 #include "schedules/validate.h"
 
 namespace pw::exec {
 
 Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm) {
-  const std::string mine = plan.ok() ? "H" + PlanHash(*plan) : "E" + plan.status().ToString();
-  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm.AllGather(mine));
-  for (size_t r = 0; r < all.size(); ++r) {
-    if (!all[r].empty() && all[r][0] == 'E')
-      return Status::InvalidArgument("rank " + std::to_string(r) + " cannot start: " + all[r].substr(1));
-  }
+  PW_RETURN_IF_ERROR(AgreeOnStatus(plan.ok() ? Status::Ok() : plan.status().WithContext("cannot start"), comm));
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm.AllGather("H" + PlanHash(*plan)));
   for (size_t r = 1; r < all.size(); ++r) {
     if (all[r] != all[0])
       return Status::InvalidArgument("plan hash mismatch: rank 0 has " + all[0].substr(1) + ", rank " +
@@ -34,37 +32,34 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size) {
   if (!valid.ok()) return valid.WithContext("plan fails pre-flight validation (nothing was computed)");
 
   CheckedPlan out;
-  auto model = plan.extra.find("model");
-  if (model == plan.extra.end()) return Status::InvalidArgument("plan field 'model' (extra) is missing");
-  PW_ASSIGN_OR_RETURN(out.model, models::ParseGptConfig(*model, "plan field 'model'"));
+  if (plan.dp_size != 1)
+    return Status::InvalidArgument("plan field 'dp_size' is " + std::to_string(plan.dp_size) +
+                                   ": this executor runs one pipeline replica (dp_size 1)");
+  if (!plan.model) return Status::InvalidArgument("plan section 'model' is missing: the executor builds the model from it "
+                                                 "(write the plan with `pipewright plan`)");
+  if (!plan.training)
+    return Status::InvalidArgument("plan section 'training' is missing: the executor needs seq_length and the "
+                                   "microbatch sizes (write the plan with `pipewright plan`)");
+  PW_ASSIGN_OR_RETURN(out.model, models::GptFromModel(*plan.model, "plan section 'model'"));
   const int L = out.model.NumLayers();
-  if (plan.stages.size() != static_cast<size_t>(plan.num_stages))
-    return Status::InvalidArgument("plan has " + std::to_string(plan.stages.size()) + " stages, num_stages is " +
-                                   std::to_string(plan.num_stages));
-  int next = 0;
-  for (const PlanStage& s : plan.stages) {
-    if (s.layer_begin != next || s.layer_end <= s.layer_begin)
-      return Status::InvalidArgument("plan stages[" + std::to_string(s.index) + "].layers [" +
-                                     std::to_string(s.layer_begin) + ", " + std::to_string(s.layer_end) +
-                                     ") does not continue at layer " + std::to_string(next));
-    next = s.layer_end;
-  }
-  if (next != L)
-    return Status::InvalidArgument("plan stages cover layers [0, " + std::to_string(next) + ") but the model has " +
-                                   std::to_string(L) + " layers (embedding, " + std::to_string(out.model.n_layer) +
-                                   " blocks, head)");
+  // The reader checked that the stages continue one another and that the
+  // layer list is the model's; the last stage must end at its last layer.
+  if (plan.stages.empty() || plan.stages.back().layer_end != L)
+    return Status::InvalidArgument("plan stages cover layers [0, " +
+                                   std::to_string(plan.stages.empty() ? 0 : plan.stages.back().layer_end) +
+                                   ") but the model has " + std::to_string(L) + " layers (embedding, " +
+                                   std::to_string(out.model.n_layer) + " blocks, head)");
   PW_ASSIGN_OR_RETURN(out.training, ReadTrainingShape(plan));
   // What the executor does not do must not be what the plan's memory and
   // time predictions assumed.
-  const nlohmann::json& t = plan.extra.at("training");
-  if (t.contains("recompute") && t["recompute"].is_string() && t["recompute"] != "none")
-    return Status::InvalidArgument("plan field 'training.recompute' is '" + t["recompute"].get<std::string>() +
+  const PlanTraining& t = *plan.training;
+  if (t.recompute != Recompute::kNone)
+    return Status::InvalidArgument(std::string("plan field 'training.recompute' is '") + RecomputeName(t.recompute) +
                                    "': the executor keeps every activation (no recomputation), so the plan's "
                                    "memory prediction would not hold; plan with --recompute-granularity none");
-  if (t.contains("dtype") && t["dtype"].is_string() && t["dtype"] != "fp32")
-    return Status::InvalidArgument("plan field 'training.dtype' is '" + t["dtype"].get<std::string>() +
-                                   "': the executor computes in float32 (float64 with --dtype float64 for "
-                                   "checks); plan with --dtype fp32");
+  if (t.precision == Precision::kMixedBf16)
+    return Status::InvalidArgument("plan field 'training.dtype' is 'bf16': the executor computes in float32 (or "
+                                   "float64 for checks); plan with --dtype fp32");
   if (out.training.seq_length > out.model.n_positions)
     return Status::InvalidArgument("plan field 'training.seq_length' " + std::to_string(out.training.seq_length) +
                                    " exceeds the model's n_positions " + std::to_string(out.model.n_positions));

@@ -29,9 +29,11 @@ struct CheckedPlan {
 //  - ValidateProgram on the plan's action lists, eager semantics (PLAN_FORMAT
 //    rules 1-6: completeness, order, pairing, FIFO, no deadlock); the message
 //    carries the grid with the stuck actions marked;
-//  - extra["model"] parses (gpt_config.h) and the stages' layer ranges cover
-//    exactly its N+2 layers;
-//  - extra["training"] (seq_length <= n_positions, microbatch sizes).
+//  - dp_size 1; the typed `model` section is one the executor builds
+//    (models::GptFromModel) and the stages' layer ranges cover exactly its
+//    N+2 layers;
+//  - the `training` section: recompute none, dtype fp32 or fp64,
+//    seq_length <= n_positions, vocab_size >= 256 (byte tokens).
 // Errors: InvalidArgument naming the field or the problem.
 StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size);
 

@@ -2,6 +2,7 @@
 // / W / B timings and held bytes, and the peak-tracking CPU allocator.
 // Dimension letters: b = rows of a microbatch, T = sequence length,
 // C = n_embd, V = vocab_size.
+#include "executor/agree.h"
 #include "executor/profile.h"
 
 #include <c10/core/CPUAllocator.h>
@@ -278,13 +279,7 @@ int64_t MeasureStaticBytes(const models::GptConfig& c, int layer, torch::Dtype d
 // first failure (naming its rank) is returned on every rank, so no rank waits
 // for one that stopped. Without: `mine`.
 Status AgreeAcrossRanks(Communicator* comm, const Status& mine) {
-  if (!comm) return mine;
-  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm->AllGather(mine.ok() ? "" : mine.ToString()));
-  for (size_t r = 0; r < all.size(); ++r)
-    if (!all[r].empty())
-      return static_cast<int>(r) == comm->rank() ? mine
-                                                  : Status::ComputeError("rank " + std::to_string(r) + ": " + all[r]);
-  return Status::Ok();
+  return comm ? AgreeOnStatus(mine, *comm) : mine;
 }
 
 // Replaces `acc` on every rank by all ranks' samples, concatenated in rank

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "executor/checkpoint.h"
+#include "executor/agree.h"
 #include "executor/data.h"
 #include "executor/measured_trace.h"
 #include "executor/watchdog.h"
@@ -28,27 +29,17 @@ double LearningRate(const RunOptions& o, int step) {
   return o.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
 }
 
-// Collective: every rank contributes its status; all return the first
-// failure (by rank), so that ranks refuse together instead of some waiting.
-Status AgreeOnStatus(const Status& mine, Communicator& comm) {
-  PW_ASSIGN_OR_RETURN(auto all, comm.AllGather(mine.ok() ? std::string() : mine.ToString()));
-  for (size_t r = 0; r < all.size(); ++r)
-    if (!all[r].empty()) return mine.ok() ? Status::InvalidArgument("rank " + std::to_string(r) + ": " + all[r]) : mine;
-  return Status::Ok();
-}
-
 // Resolves --clip-grad-norm against the plan: the plan records whether a
 // global barrier ends each step (training.global_barrier, PLAN_FORMAT rule 9).
 StatusOr<double> ClipNorm(const RunOptions& o, const Plan& plan) {
-  const nlohmann::json training = plan.extra.value("training", nlohmann::json::object());
-  const double planned = training.value("clip_grad_norm", 0.0);
-  const bool barrier = training.value("global_barrier", false);
+  const double planned = plan.training ? plan.training->clip_grad_norm : 0.0;
+  const bool barrier = plan.training && plan.training->global_barrier;
   const double clip = o.clip_grad_norm < 0 ? planned : o.clip_grad_norm;
   if (clip > 0 && !barrier)
     return Status::InvalidArgument(
         "--clip-grad-norm " + std::to_string(clip) + ": clipping by the global norm puts a barrier at the end of "
         "each step, but the plan " + o.plan_path + " was not made for one (training.global_barrier is not true; it "
-        "may minimise steady_step_s). Re-plan with --clip-grad-norm (pipewright plan / pw_make_plan)");
+        "may minimise steady_step_s). Re-plan with pipewright plan --clip-grad-norm");
   return clip;
 }
 

@@ -37,6 +37,7 @@ struct PlanCommandOptions {
   std::string recompute = "auto";
   int first_stage_num_layers = 0;
   int last_stage_num_layers = 0;
+  std::vector<int> layers_per_stage;
   std::string objective = "makespan";
   double clip_grad_norm = 0.0;
   std::string dtype;  // empty: bf16, or fp32 with --profile (what the profile measured)
@@ -140,6 +141,7 @@ Status RunPlan(const PlanCommandOptions& c) {
   }
   if (c.given.count("--first-stage-num-layers")) o.first_stage_num_layers = c.first_stage_num_layers;
   if (c.given.count("--last-stage-num-layers")) o.last_stage_num_layers = c.last_stage_num_layers;
+  o.layers_per_stage = c.layers_per_stage;
   PW_ASSIGN_OR_RETURN(o.objective, ParseObjective(c.objective));
   o.clip_grad_norm = c.clip_grad_norm;
   // A profile's times and bytes were measured in float32 (pipewright profile
@@ -193,6 +195,10 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--recompute-granularity", opts->recompute, "auto|none|selective|full")->capture_default_str();
   cmd->add_option("--first-stage-num-layers", opts->first_stage_num_layers, "decoder layers on the first stage");
   cmd->add_option("--last-stage-num-layers", opts->last_stage_num_layers, "decoder layers on the last stage");
+  cmd->add_option("--layers-per-stage", opts->layers_per_stage,
+                  "the split itself: layers of each global stage, e.g. 3,2,2,3 (P*v counts summing to the layer "
+                  "count: embedding + blocks + head)")
+      ->delimiter(',');
   cmd->add_option("--objective", opts->objective,
                   "makespan (global optimizer barrier: makespan_s) | steady (no barrier: steady_step_s)")
       ->capture_default_str();
@@ -200,7 +206,8 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "the run clips gradients by their global norm: a global barrier per step, so the plan minimises "
                   "makespan_s and records training.global_barrier (0 = no clipping)");
   cmd->add_option("--dtype", opts->dtype,
-                  "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param); default bf16, fp32 with --profile");
+                  "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param) | fp64 (32 B/param, the executor's "
+                  "equivalence checks); default bf16, fp32 with --profile");
   cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");
   cmd->add_option("-o,--output", opts->output, "plan file to write")->capture_default_str();
   cmd->callback([opts, cmd, &ctx]() {

@@ -13,6 +13,7 @@
 #include <set>
 #include <memory>
 
+#include "executor/agree.h"
 #include "executor/launch_env.h"
 #include "executor/mpi_communicator.h"
 #include "executor/profile.h"
@@ -153,10 +154,7 @@ Status RunProfile(const ProfileCommandOptions& c) {
   // The other ranks wait for rank 0's fit and write (and learn whether it
   // succeeded), unless a failure while measuring together already stopped
   // every rank with the same error.
-  if (comm && !failed_on_every_rank) {
-    PW_ASSIGN_OR_RETURN(auto all, comm->AllGather(result.ok() ? "" : result.ToString()));
-    if (!printer && !all[0].empty()) return Status::Internal("rank 0 failed: " + all[0]);
-  }
+  if (comm && !failed_on_every_rank) return exec::AgreeOnStatus(result, *comm);
   return result;
 }
 

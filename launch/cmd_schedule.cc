@@ -7,6 +7,7 @@
 
 #include "launch/commands.h"
 #include "launch/summary.h"
+#include "schedules/pipeline.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"
 #include "plan/plan.h"
@@ -67,17 +68,17 @@ Status Run(const ScheduleOptions& o) {
   }
   // GenerateSchedule refuses an order over the limit (in bytes: --memory-limit
   // x --activation-bytes).
-  StatusOr<Program> generated = GenerateSchedule(req);
-  if (!generated.ok() && generated.status().code() == StatusCode::kInfeasible && limit_bytes &&
-      (o.activation_bytes != 1 || static_cast<double>(*limit_bytes) != o.memory_limit))
-    return Status::Infeasible(generated.status().message() + " (--memory-limit " + FormatNumber(o.memory_limit) +
+  PipelineFailure failure;
+  StatusOr<PipelineResult> run = RunPipeline(req, &failure);
+  if (!run.ok() && failure.step == PipelineStep::kGenerate && failure.status.code() == StatusCode::kInfeasible &&
+      limit_bytes && (o.activation_bytes != 1 || static_cast<double>(*limit_bytes) != o.memory_limit))
+    return Status::Infeasible(failure.status.message() + " (--memory-limit " + FormatNumber(o.memory_limit) +
                               " activations x --activation-bytes " + std::to_string(o.activation_bytes) + " = " +
                               std::to_string(*limit_bytes) + " bytes)");
-  PW_ASSIGN_OR_RETURN(Program compute, std::move(generated));
-  PW_RETURN_IF_ERROR(ValidateProgram(compute));
-  PW_ASSIGN_OR_RETURN(Program lowered, AddSendRecv(compute, req.costs));
-  PW_RETURN_IF_ERROR(ValidateProgram(lowered));
-  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(lowered, req.costs));
+  PW_ASSIGN_OR_RETURN(PipelineResult result, std::move(run));
+  const Program& compute = result.compute;
+  const Program& lowered = result.lowered;
+  const SimResult& sim = result.sim;
   std::string text;
   if (o.format == "json") {
     text = PlanToJson(MakePlan(info.name, lowered, req.costs, sim, limit_bytes));

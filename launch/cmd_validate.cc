@@ -7,6 +7,7 @@
 
 #include "launch/commands.h"
 #include "launch/summary.h"
+#include "schedules/pipeline.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"
 #include "plan/plan.h"
@@ -71,15 +72,13 @@ Status ValidateCsvFile(const ValidateOptions& o, const std::string& text) {
   vo.rendezvous = false;
   PW_RETURN_IF_ERROR(ValidateProgram(program, vo).WithContext(o.file));
   StageCosts unit = UniformCosts(program.num_stages);
-  Program lowered = program;
-  Status rv;
-  if (comms) {
-    rv = CheckRendezvous(program);
-  } else {
-    PW_ASSIGN_OR_RETURN(lowered, AddSendRecv(program, unit));
-    PW_RETURN_IF_ERROR(ValidateProgram(lowered).WithContext(o.file + " (after lowering)"));
-  }
-  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(lowered, unit));
+  Status rv = comms ? CheckRendezvous(program) : Status::Ok();
+  PipelineFailure failure;
+  StatusOr<PipelineResult> run = SimulateOrder(program, unit, &failure);
+  if (!run.ok())
+    return run.status().WithContext(o.file + (failure.step == PipelineStep::kValidateLowered ? " (after lowering)" : ""));
+  const Program& lowered = run->lowered;
+  const SimResult& sim = run->sim;
   std::printf("%s: %s CSV, unit costs (F = I = W = 1 s, B = 2 s)\n", o.file.c_str(),
               comms ? "compute_comms" : "compute_only");
   std::fputs(FormatSummary("custom", lowered, sim).c_str(), stdout);

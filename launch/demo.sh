@@ -36,7 +36,7 @@ done > "$work/fortunes.txt"
 echo "text: $(wc -c < "$work/fortunes.txt") bytes of fortunes in $work/fortunes.txt"
 
 cat > "$work/model.json" << 'JSON'
-{"model_type": "gpt2", "n_layer": 8, "n_embd": 128, "n_head": 4, "n_positions": 64, "vocab_size": 256}
+{"model_type": "gpt2", "n_layer": 8, "n_embd": 128, "n_head": 4, "n_positions": 64, "vocab_size": 256, "tie_word_embeddings": false, "attn_pdrop": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0}
 JSON
 
 # 8 microbatches of 2 sequences x 64 bytes = 1024 tokens per step. The planner

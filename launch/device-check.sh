@@ -64,12 +64,12 @@ if (( major > 2 || (major == 2 && minor >= 10) )); then cmake_args+=(-DCMAKE_CXX
 cmake -U 'PW_NCCL_*' -S "$repo" -B "$build" "${cmake_args[@]}" > "$work/cmake.log" 2>&1 \
   || { tail -30 "$work/cmake.log"; echo "FAIL: cmake (log above)"; exit 1; }
 grep -E "NCCL communicator|Torch|CUDA" "$work/cmake.log" | head -5
-targets=(pipewright pw_make_plan)
+targets=(pipewright)
 grep -q "NCCL communicator enabled" "$work/cmake.log" && [[ $torch_abi != 0 ]] && targets+=(nccl_test)
 timeout 240 cmake --build "$build" -j "$jobs" --target "${targets[@]}" > "$work/build.log" 2>&1 \
   || { grep -E "error|Error" "$work/build.log" | head -30; echo "FAIL: build (log: $work/build.log)"; exit 1; }
 echo "built ${targets[*]} in $(( $(date +%s) - start )) s"
-pw=$build/launch/pipewright make_plan=$build/executor/pw_make_plan
+pw=$build/launch/pipewright
 
 say "1. NCCL self-send smoke test"
 if [[ -x $build/tests/nccl_test ]]; then
@@ -80,12 +80,14 @@ fi
 
 # Text and models.
 for i in $(seq 1 3000); do echo "It was the best of times, it was the worst of times, line $i."; done > "$work/text.txt"
-printf '{"n_layer": 4, "n_embd": 64, "n_head": 4, "n_positions": 32}\n' > "$work/small.json"
-printf '{"n_layer": 8, "n_embd": 128, "n_head": 4, "n_positions": 64}\n' > "$work/demo.json"
+untied='"vocab_size": 256, "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0'
+printf '{"model_type": "gpt2", "n_layer": 4, "n_embd": 64, "n_head": 4, "n_positions": 32, %s}\n' "$untied" > "$work/small.json"
+printf '{"model_type": "gpt2", "n_layer": 8, "n_embd": 128, "n_head": 4, "n_positions": 64, %s}\n' "$untied" > "$work/demo.json"
+plan() { "$pw" plan --device cpu-core --recompute-granularity none --no-min-pp "$@"; }
 
 say "2. single rank: CUDA against CPU (float64, 4 steps)"
-"$make_plan" --schedule gpipe --pp 1 -m 2 --model-config "$work/small.json" --seq-length 32 \
-  --micro-batch-size 2 --dtype float64 --out "$work/p1.json" > /dev/null || bad "pw_make_plan --pp 1"
+plan --schedule gpipe --pp 1 --num-microbatches 2 --model-config "$work/small.json" --seq-length 32 \
+  --micro-batch-size 2 --dtype fp64 -o "$work/p1.json" > /dev/null || bad "pipewright plan --pp 1"
 for dev in cpu cuda; do
   timeout 120 "$pw" run --plan "$work/p1.json" --data "$work/text.txt" --steps 4 --dtype float64 --seed 3 \
     --device $dev > "$work/single_$dev.txt" 2>&1 \
@@ -104,8 +106,8 @@ PY
 
 say "3. two ranks on the GPU, MPI-staged messages (demo model, zb-h1, m=8)"
 if [[ -n $mpirun ]]; then
-  "$make_plan" --schedule zb-h1 --pp 2 -m 8 --model-config "$work/demo.json" --seq-length 64 \
-    --micro-batch-size 4 --out "$work/p2.json" > /dev/null || bad "pw_make_plan --pp 2"
+  plan --schedule zb-h1 --pp 2 --num-microbatches 8 --model-config "$work/demo.json" --seq-length 64 \
+    --micro-batch-size 4 --dtype fp32 -o "$work/p2.json" > /dev/null || bad "pipewright plan --pp 2"
   mpi=("$mpirun" --oversubscribe -np 2 -x OMP_NUM_THREADS=4)
   [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
   for mode in plain trace; do

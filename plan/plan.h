@@ -1,7 +1,8 @@
-// The plan file (shared/design/PLAN_FORMAT.md, version 1): the contract
-// between planner, visualiser, validator and executor. Read and written only
-// here. Output is deterministic: the same Plan gives byte-identical text
-// (fixed key order, shortest round-trip float formatting by nlohmann-json).
+// The plan file (docs/PLAN_FORMAT.md, version 2): the contract between
+// planner, visualiser, validator and executor. One typed Plan, read and
+// written only by this module (plan_json.cc). Output is deterministic: the
+// same Plan gives byte-identical text (fixed key order, shortest round-trip
+// float formatting by nlohmann-json).
 #pragma once
 
 #include <cstdint>
@@ -12,14 +13,18 @@
 #include <nlohmann/json.hpp>
 
 #include "base/costs.h"
+#include "base/status.h"
+#include "models/spec/footprint.h"
+#include "models/spec/model_config.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
-#include "base/status.h"
 
 namespace pw {
 
 inline constexpr const char* kPlanFormat = "pipewright-plan";
-inline constexpr int kPlanVersion = 1;
+// The version this build writes; it reads this one and version 1 (converted
+// on read, plan_json.cc).
+inline constexpr int kPlanVersion = 2;
 
 struct PlanStage {
   int index = 0;
@@ -43,9 +48,35 @@ struct PlanPrediction {
   std::vector<PlanRankPrediction> per_rank;
 };
 
+// One entry of the model's layer list (models/spec/footprint.h): index 0 the
+// embedding, 1..L the blocks, L+1 the head. Stage layer ranges index it.
+struct PlanLayer {
+  std::string name;                     // "embedding", "block.7", "head"
+  LayerKind kind = LayerKind::kBlock;
+  int64_t params = 0;                   // parameters the layer owns (tied head: counted in the embedding)
+};
+
+// What one training step computes (per pipeline replica).
+struct PlanTraining {
+  int64_t micro_batch_size = 1;         // b: sequences in the largest microbatch
+  int64_t seq_length = 0;               // s: tokens per sequence
+  int64_t global_batch_size = 0;        // sequences per step = sum of microbatch_sizes
+  std::vector<int64_t> microbatch_sizes;  // sequences of each microbatch, size m
+  Recompute recompute = Recompute::kNone;
+  Precision precision = Precision::kFp32;  // written as "dtype": "bf16" | "fp32" | "fp64"
+  std::string optimizer = "adamw";
+  // A global barrier (clipping by the global gradient norm) ends each step:
+  // the step time is makespan_s, not steady_step_s (PLAN_FORMAT rule 9).
+  bool global_barrier = false;
+  double clip_grad_norm = 0.0;          // 0 = no clipping
+};
+
 struct Plan {
   std::string schedule;  // canonical name, or "custom" for imported orders
   int pp_size = 0;
+  // Data-parallel replicas of the whole pipeline (world size = pp_size *
+  // dp_size). Written and read; the executor runs dp_size = 1 today.
+  int dp_size = 1;
   int num_stages = 0;
   int num_microbatches = 0;
   std::vector<int> stage_to_rank;
@@ -54,10 +85,17 @@ struct Plan {
   std::optional<int64_t> memory_limit_bytes;  // null = unlimited
   std::vector<std::vector<Action>> ranks;     // lowered per-rank streams
   PlanPrediction predicted;
+  // The model, its layer list and the training shape: absent in
+  // schedule-only plans (`pipewright schedule --format json`), required by
+  // the executor. `model->raw` is not written (the plan holds the normalised
+  // fields).
+  std::optional<ModelConfig> model;
+  std::vector<PlanLayer> layers;
+  std::optional<PlanTraining> training;
+  // Informational, for people and tools (objective, device, candidate table):
+  // written as "planner", never read by the executor. Null = absent.
+  nlohmann::json planner;
   // Every other top-level field, kept as read and written back in key order.
-  // Known ones: "model" (HF config.json object the executor builds from),
-  // "layers" (names of the model's layer list), "training" (micro_batch_size,
-  // seq_length, microbatch_sizes, ...), "planner" (objective, candidates).
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -71,10 +109,17 @@ StageCosts PlanCosts(const Plan& plan);
 Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCosts& costs,
               const SimResult& sim, std::optional<int64_t> memory_limit_bytes);
 
-// Parses plan JSON text. `source` names the file in errors. Errors
-// (InvalidArgument) name the field, e.g. "plan.json: ranks[1].actions[4]:
-// bad action '5X0' ..." or "plan.json: field 'pp_size' is missing"; the
-// schedule part is checked for shape (CheckProgramShape) but not validated.
+// The layer list of `model` as plan entries (models/spec BuildLayerList).
+std::vector<PlanLayer> PlanLayers(const ModelConfig& model);
+
+// Parses plan JSON text, version 2 or 1 (a version-1 file's HF config
+// "model", name-only "layers" and untyped "training" are converted). `source`
+// names the file in errors. Errors (InvalidArgument) name the field, e.g.
+// "plan.json: ranks[1].actions[4]: bad action '5X0' ...", "plan.json:
+// pp_size: field is missing", "plan.json: version: this pipewright reads
+// versions 1 and 2, the file is 3"; the schedule part is checked for shape
+// (CheckProgramShape) but not validated; model, layers and stages must agree
+// (layer count, last stage ending at the last layer).
 StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source = "plan");
 // Reads and parses a plan file. NotFound if it cannot be opened.
 StatusOr<Plan> ReadPlanFile(const std::string& path);

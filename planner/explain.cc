@@ -123,7 +123,10 @@ nlohmann::json CandidatesToJson(const SearchResult& r) {
     e["micro_batch_size"] = c.batch.micro_batch_size;
     e["recompute"] = c.recompute;
     e["feasible"] = c.feasible;
-    if (!c.feasible) e["reason"] = c.reason;
+    if (!c.feasible) {
+      e["reject"] = RejectKindName(c.reject);
+      e["reason"] = c.reason;
+    }
     if (c.simulated) {
       e["step_s"] = c.step_s;
       e["makespan_s"] = c.makespan_s;

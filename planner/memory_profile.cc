@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "schedules/simulate.h"
+
 namespace pw {
 
 MemoryProfile::MemoryProfile(const Program& program) {
@@ -18,14 +20,11 @@ MemoryProfile::MemoryProfile(const Program& program) {
     };
     for (const Action& a : program.ranks[r]) {
       if (!IsCompute(a.type)) continue;
+      // The walk in counts: the rule's change for one byte of activation
+      // (x) and one byte of weight stash (y).
       Point& p = held[local(a.stage)];
-      switch (a.type) {  // PLAN_FORMAT.md rule 7
-        case ActionType::kF: ++p.x; break;
-        case ActionType::kB: --p.x; break;
-        case ActionType::kI: --p.x; ++p.y; break;
-        case ActionType::kW: --p.y; break;
-        default: break;
-      }
+      p.x += static_cast<int>(MemoryDelta(a.type, StageMemory{0, 1, 0, 0, 0}));
+      p.y += static_cast<int>(MemoryDelta(a.type, StageMemory{0, 0, 1, 0, 0}));
       if (a.type == ActionType::kF || a.type == ActionType::kI) walk_[r].push_back(held);  // only rises matter
     }
     for (size_t k = 0; k < v; ++k) {

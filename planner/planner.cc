@@ -10,9 +10,8 @@
 #include "planner/explain.h"
 #include "planner/memory_profile.h"
 #include "planner/partition.h"
-#include "schedules/lower.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
-#include "schedules/validate.h"
 
 namespace pw {
 
@@ -58,7 +57,23 @@ StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOption
   return BuildLayerCosts(*model.config, *model.device, shape);
 }
 
+const char* RejectKindName(RejectKind kind) {
+  switch (kind) {
+    case RejectKind::kNone: return "";
+    case RejectKind::kRequest: return "request";
+    case RejectKind::kMemory: return "memory";
+    case RejectKind::kCosts: return "costs";
+    case RejectKind::kSchedule: return "schedule";
+  }
+  return "?";
+}
+
 namespace {
+
+void Reject(Candidate& c, RejectKind kind, std::string reason) {
+  c.reject = kind;
+  c.reason = std::move(reason);
+}
 
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
 
@@ -112,14 +127,33 @@ struct Search {
     const int P = opt.pp_size, v = c.virtual_stages, S = P * v, m = c.batch.num_microbatches;
     auto table_or = Table(c.batch.micro_batch_size, rc);
     if (!table_or.ok()) {
-      c.reason = "costs: " + table_or.status().message();
+      Reject(c, RejectKind::kCosts, "costs: " + table_or.status().message());
       return;
     }
     const LayerCostTable& table = **table_or;
     const int L = static_cast<int>(table.layers.size());
     if (S > L) {
-      c.reason = "S = P*v = " + std::to_string(S) + " stages > " + std::to_string(L) + " layers";
+      Reject(c, RejectKind::kRequest, "S = P*v = " + std::to_string(S) + " stages > " + std::to_string(L) + " layers");
       return;
+    }
+    // --layers-per-stage: the split is given.
+    Boundaries given;
+    if (!opt.layers_per_stage.empty()) {
+      int sum = 0;
+      bool positive = true;
+      for (int n : opt.layers_per_stage) {
+        positive = positive && n >= 1;
+        sum += n;
+      }
+      if (static_cast<int>(opt.layers_per_stage.size()) != S || sum != L || !positive) {
+        Reject(c, RejectKind::kRequest,
+               "--layers-per-stage has " + std::to_string(opt.layers_per_stage.size()) + " counts summing to " +
+                   std::to_string(sum) + "; P*v = " + std::to_string(S) + " stages of " + std::to_string(L) +
+                   " layers need " + std::to_string(S) + " counts >= 1 summing to " + std::to_string(L));
+        return;
+      }
+      given.push_back(0);
+      for (int n : opt.layers_per_stage) given.push_back(given.back() + n);
     }
     // The order of a fixed-order family does not depend on costs; its unit
     // program gives the memory walk for the partitioner. A memory-adaptive
@@ -150,7 +184,7 @@ struct Search {
       cached = units.emplace(key, std::move(u)).first;
     }
     if (!cached->second.status.ok()) {
-      c.reason = "generator: " + cached->second.status.ToString();
+      Reject(c, RejectKind::kSchedule, "generator: " + cached->second.status.ToString());
       return;
     }
     const std::vector<int>& s2r = cached->second.stage_to_rank;
@@ -177,9 +211,11 @@ struct Search {
     // Partition: time-optimal first; with a limit and v = 1 the exact
     // memory-aware DP; for v > 1 the time-optimal split if it fits, else the
     // sufficient per-stage budget.
-    auto free_split = PartitionLayers(seconds, S, {}, overrides);
+    StatusOr<Partition> free_split = given.empty() ? PartitionLayers(seconds, S, {}, overrides)
+                                                   : StatusOr<Partition>(Partition{given, {}, 0.0});
     if (!free_split.ok()) {
-      c.reason = "partition: " + free_split.status().message();
+      const std::string why = free_split.status().message();
+      Reject(c, why.rfind("cannot split", 0) == 0 ? RejectKind::kRequest : RejectKind::kSchedule, "partition: " + why);
       return;
     }
     struct Split {
@@ -200,6 +236,7 @@ struct Search {
         out.fits = true;
         return out;
       }
+      if (!given.empty()) return out;  // --layers-per-stage: no other split
       // v = 1: exact (the rank's walk); v > 1: each stage within limit / v
       // with its own walk peak (a sufficient condition, tried only when the
       // time-optimal split does not fit).
@@ -234,6 +271,7 @@ struct Search {
       c.boundaries = chosen;
       c.max_peak_bytes = split.peaks[worst];
       const int64_t st = SumStaticOfRank(table, chosen, s2r, worst);
+      c.reject = RejectKind::kMemory;
       c.reason = "memory: no split into " + std::to_string(S) + " stages fits " + LimitText() + " per rank" +
                  (adaptive ? " even with one microbatch in flight (the least " + family.display_name + " can hold)"
                            : std::string()) +
@@ -262,9 +300,11 @@ struct Search {
         req.rank_memory_limits.push_back(static_cast<double>(room));
       }
     }
-    auto prog = GenerateSchedule(req);
-    if (!prog.ok()) {
-      if (prog.status().code() == StatusCode::kInfeasible && HasMemoryLimit(req)) {
+    PipelineFailure failure;
+    StatusOr<PipelineResult> run = RunPipeline(req, &failure);
+    if (!run.ok()) {
+      if (failure.step == PipelineStep::kGenerate && failure.status.code() == StatusCode::kInfeasible &&
+          HasMemoryLimit(req)) {
         // The generator found no order within the room: a memory rejection,
         // with the least any order needs (one microbatch in flight).
         std::vector<int64_t> tr;
@@ -273,38 +313,23 @@ struct Search {
         const int w = static_cast<int>(std::max_element(least.begin(), least.end()) - least.begin());
         c.max_peak_bytes = least[w];
         const int64_t st = SumStaticOfRank(table, chosen, s2r, w);
-        c.reason = "memory: " + family.display_name + " finds no order within " + LimitText() +
-                   " per rank (split " + FormatStageSizes(chosen) + " layers; one microbatch in flight needs " +
-                   FormatBytes(least[w]) + " on rank " + std::to_string(w) + ", static " + FormatBytes(st) +
-                   "): " + FirstLine(prog.status().message());
+        Reject(c, RejectKind::kMemory,
+               "memory: " + family.display_name + " finds no order within " + LimitText() + " per rank (split " +
+                   FormatStageSizes(chosen) + " layers; one microbatch in flight needs " + FormatBytes(least[w]) +
+                   " on rank " + std::to_string(w) + ", static " + FormatBytes(st) +
+                   "): " + FirstLine(failure.status.message()));
         return;
       }
-      c.reason = "generator: " + prog.status().ToString();
+      Reject(c, RejectKind::kSchedule,
+             std::string(PipelineStepName(failure.step)) + ": " + FirstLine(failure.status.ToString()));
       return;
     }
-    Status st = ValidateProgram(*prog);
-    if (!st.ok()) {
-      c.reason = "validator (compute order): " + FirstLine(st.ToString());
-      return;
-    }
-    auto lowered = AddSendRecv(*prog, req.costs);
-    if (!lowered.ok()) {
-      c.reason = "lowering: " + FirstLine(lowered.status().ToString());
-      return;
-    }
-    st = ValidateProgram(*lowered);
-    if (!st.ok()) {
-      c.reason = "validator: " + FirstLine(st.ToString());
-      return;
-    }
-    auto sim = Simulate(*lowered, req.costs);
-    if (!sim.ok()) {
-      c.reason = "simulator: " + FirstLine(sim.status().ToString());
-      return;
-    }
-    Record(c, *lowered, req.costs, *sim, transient);
+    const Program& lowered = run->lowered;
+    const SimResult& sim = run->sim;
+    Record(c, lowered, req.costs, sim, transient);
     const int w = static_cast<int>(std::max_element(c.peak_bytes.begin(), c.peak_bytes.end()) - c.peak_bytes.begin());
     if (c.peak_bytes[w] > limit) {
+      c.reject = RejectKind::kMemory;
       c.reason = "memory: rank " + std::to_string(w) + " peak " + FormatBytes(c.peak_bytes[w]) + " > --memory-limit " +
                  LimitText() + " (static " + FormatBytes(c.static_bytes[w]) + ", activations+stash+workspace " +
                  FormatBytes(c.peak_bytes[w] - c.static_bytes[w]) + ")";
@@ -312,9 +337,9 @@ struct Search {
     }
     c.feasible = true;
     auto art = std::make_shared<CandidateArtifacts>();
-    art->lowered = std::move(*lowered);
+    art->lowered = std::move(run->lowered);
     art->costs = std::move(req.costs);
-    art->sim = std::move(*sim);
+    art->sim = std::move(run->sim);
     art->table = table;
     c.artifacts = std::move(art);
   }
@@ -415,6 +440,7 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
         c.virtual_stages = lo;
         c.batch = batches[0];
         c.recompute = RecomputeName(recomputes[0]);
+        c.reject = RejectKind::kRequest;
         c.reason = "--max-virtual-stages " + std::to_string(o.max_virtual_stages) + ": " + f.display_name +
                    " needs v >= " + std::to_string(lo);
         all.push_back(std::move(c));
@@ -430,17 +456,18 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
           c.batch = b;
           c.recompute = RecomputeName(rc);
           if (v < f.min_virtual_stages || (f.max_virtual_stages > 0 && v > f.max_virtual_stages)) {
+            c.reject = RejectKind::kRequest;
             c.reason = f.display_name + " needs v in [" + std::to_string(f.min_virtual_stages) + ", " +
                        (f.max_virtual_stages > 0 ? std::to_string(f.max_virtual_stages) : std::string("inf")) +
                        "], --num-virtual-stages-per-pipeline-rank is " + std::to_string(v);
           } else {
             auto tab = search.Table(b.micro_batch_size, rc);
             if (!tab.ok()) {
-              c.reason = "costs: " + tab.status().message();
+              Reject(c, RejectKind::kCosts, "costs: " + tab.status().message());
             } else {
               auto ov = ResolveStageOverrides(**tab, o.pp_size * v, o.first_stage_num_layers, o.last_stage_num_layers);
               if (!ov.ok())
-                c.reason = ov.status().message();
+                Reject(c, RejectKind::kRequest, ov.status().message());
               else
                 search.Evaluate(c, f, rc, *ov);
             }
@@ -515,7 +542,7 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
     // The closest rejection: a memory one with the smallest peak, else the first.
     const Candidate* best = nullptr;
     for (const Candidate& c : r->candidates) {
-      if (c.reason.rfind("memory", 0) != 0) continue;
+      if (c.reject != RejectKind::kMemory) continue;
       if (!best || (c.max_peak_bytes > 0 && c.max_peak_bytes < best->max_peak_bytes)) best = &c;
     }
     if (!best && !r->candidates.empty()) best = &r->candidates.front();
@@ -530,15 +557,6 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
 
 namespace {
 
-bool IsMemoryReason(const std::string& reason) { return reason.rfind("memory", 0) == 0; }
-
-// A rejection that no memory or P fixes: the request itself is inconsistent
-// (a flag the family or the layer count cannot honour).
-bool IsRequestReason(const std::string& reason) {
-  return reason.rfind("--", 0) == 0 || reason.rfind("S = P*v", 0) == 0 ||
-         reason.find(" needs v in [") != std::string::npos || reason.rfind("partition: cannot split", 0) == 0;
-}
-
 }  // namespace
 
 StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptions& options) {
@@ -551,7 +569,7 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
   // P helps (the smallest-P search is skipped).
   const bool all_invalid = r.chosen < 0 && !r.candidates.empty() &&
                            std::all_of(r.candidates.begin(), r.candidates.end(),
-                                       [](const Candidate& c) { return IsRequestReason(c.reason); });
+                                       [](const Candidate& c) { return c.reject == RejectKind::kRequest; });
   if (options.find_min_pp && !all_invalid) {
     int max_pp = 0;
     for (const Candidate& c : r.candidates)
@@ -571,9 +589,9 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
     int memory = 0, invalid = 0;
     std::vector<std::string> reasons;  // distinct, in table order
     for (const Candidate& c : r.candidates) {
-      if (IsMemoryReason(c.reason)) ++memory;
-      else if (IsRequestReason(c.reason)) ++invalid;
-      if (!IsMemoryReason(c.reason) && std::find(reasons.begin(), reasons.end(), c.reason) == reasons.end())
+      if (c.reject == RejectKind::kMemory) ++memory;
+      else if (c.reject == RejectKind::kRequest) ++invalid;
+      if (c.reject != RejectKind::kMemory && std::find(reasons.begin(), reasons.end(), c.reason) == reasons.end())
         reasons.push_back(c.reason);
     }
     const int total = static_cast<int>(r.candidates.size());
@@ -610,32 +628,37 @@ StatusOr<Plan> BuildPlan(const SearchResult& r, const PlannerModel& model, const
     plan.stages[s].layer_begin = c.boundaries[s];
     plan.stages[s].layer_end = c.boundaries[s + 1];
   }
-  nlohmann::json layers = nlohmann::json::array();
-  for (const LayerCost& l : a.table.layers) layers.push_back(l.name);
-  if (model.config)
-    plan.extra["model"] = model.config->raw;
-  else if (!a.table.model.is_null())
-    plan.extra["model"] = a.table.model;
-  plan.extra["layers"] = layers;
-  int64_t seq = o.seq_length > 0 ? o.seq_length
-                                  : (model.config && !model.profile ? model.config->max_positions : a.table.seq_length);
-  plan.extra["training"] = {{"micro_batch_size", c.batch.micro_batch_size},
-                            {"seq_length", seq},
-                            {"global_batch_size", c.batch.global_batch_size},
-                            {"microbatch_sizes", c.batch.microbatch_sizes},
-                            {"recompute", c.recompute},
-                            {"dtype", PrecisionName(o.precision)},
-                            {"optimizer", "adamw"},
-                            {"global_barrier", o.clip_grad_norm > 0},
-                            {"clip_grad_norm", o.clip_grad_norm},
-                            {"loss_weighting", "per-sequence: each microbatch's loss is weighted by its size / global_batch_size"}};
+  // The model section: the config planned for, or the HF config a
+  // layer-cost file names when its layer list is that model's.
+  std::optional<ModelConfig> planned = model.config;
+  if (!planned && a.table.model.is_object()) {
+    auto from_table = ParseModelConfig(a.table.model, "layer-cost file: model");
+    if (from_table.ok() && from_table->num_layers + 2 == static_cast<int>(a.table.layers.size())) planned = *from_table;
+  }
+  if (planned) {
+    plan.model = *planned;
+    plan.model->raw = nlohmann::json();
+    plan.layers = PlanLayers(*plan.model);
+  }
+  const int64_t seq = o.seq_length > 0 ? o.seq_length
+                                       : (model.config && !model.profile ? model.config->max_positions : a.table.seq_length);
+  PlanTraining t;
+  t.micro_batch_size = c.batch.micro_batch_size;
+  t.seq_length = seq;
+  t.global_batch_size = c.batch.global_batch_size;
+  t.microbatch_sizes = c.batch.microbatch_sizes;
+  PW_ASSIGN_OR_RETURN(t.recompute, ParseRecompute(c.recompute));
+  t.precision = o.precision;
+  t.global_barrier = o.clip_grad_norm > 0;
+  t.clip_grad_norm = o.clip_grad_norm;
+  plan.training = t;
   nlohmann::json planner = CandidatesToJson(r);
   if (model.device) planner["device"] = DeviceSpecToJson(*model.device);
   std::vector<int64_t> transient;
   for (size_t k = 0; k < c.peak_bytes.size(); ++k)
     transient.push_back(c.peak_bytes[k] - a.sim.per_rank[k].peak_memory_bytes);
   planner["recompute_workspace_bytes_per_rank"] = transient;
-  plan.extra["planner"] = planner;
+  plan.planner = planner;
   return plan;
 }
 

@@ -53,6 +53,10 @@ struct PlannerOptions {
   std::optional<int64_t> memory_limit_bytes;
   std::optional<int> first_stage_num_layers;   // --first-stage-num-layers
   std::optional<int> last_stage_num_layers;    // --last-stage-num-layers
+  // --layers-per-stage: the split itself, one count per global stage (P * v
+  // entries, each >= 1, summing to the layer count); empty = the partitioner
+  // chooses. A candidate whose P * v differs is rejected (RejectKind::kRequest).
+  std::vector<int> layers_per_stage;
   Objective objective = Objective::kMakespan;  // --objective
   // --clip-grad-norm: > 0 = the run clips by the global gradient norm, a
   // global barrier at the end of each step; the plan records it
@@ -103,12 +107,24 @@ struct CandidateArtifacts {
   LayerCostTable table;
 };
 
+// Why a candidate lost; Candidate::reason has the numbers.
+enum class RejectKind {
+  kNone,      // feasible
+  kRequest,   // the request itself: a flag the family or the layer count cannot honour (no P or memory helps)
+  kMemory,    // over the memory limit
+  kCosts,     // no costs for this shape (a layer-cost file or profile made for another)
+  kSchedule,  // the schedules core refused it (generator, validator, lowering, simulator)
+};
+// "request", "memory", "costs", "schedule" ("" for kNone).
+const char* RejectKindName(RejectKind kind);
+
 struct Candidate {
   std::string schedule;     // registry name
   int virtual_stages = 1;   // v
   BatchSplit batch;         // b, m
   std::string recompute;    // none | selective | full
   bool feasible = false;
+  RejectKind reject = RejectKind::kNone;
   std::string reason;       // why rejected: the constraint and the numbers (empty if feasible)
   Boundaries boundaries;    // the split used (empty if it never got one)
   // Predictions (valid when simulated, also for memory rejections).
@@ -155,10 +171,10 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
 // recompute (other options as given). Errors only for bad options.
 StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const PlannerOptions& options, int max_pp);
 
-// The plan file of the chosen candidate (PLAN_FORMAT.md), with
-// extra["model"] (HF config), extra["layers"] (names), extra["training"]
-// (micro_batch_size, seq_length, global_batch_size, microbatch_sizes,
-// recompute, dtype) and extra["planner"] (objective, device, candidate table).
+// The plan file of the chosen candidate (docs/PLAN_FORMAT.md), with its
+// typed model, layers and training sections (from the model config and the
+// candidate) and the informational "planner" section (objective, device,
+// candidate table, recompute workspace per rank).
 // Same inputs -> byte-identical PlanToJson. InvalidArgument if nothing chosen.
 StatusOr<Plan> BuildPlan(const SearchResult& result, const PlannerModel& model, const PlannerOptions& options);
 

@@ -6,6 +6,21 @@
 
 namespace pw {
 
+int64_t MemoryDelta(ActionType type, const StageMemory& memory) {
+  switch (type) {  // PLAN_FORMAT.md rule 7
+    case ActionType::kF: return memory.activation;
+    case ActionType::kB: return -memory.activation;
+    case ActionType::kI: return memory.wstash - memory.activation;
+    case ActionType::kW: return -memory.wstash;
+    default: return 0;
+  }
+}
+
+double BubbleRatio(double sum_busy_s, int ranks, double makespan_s) {
+  const double total = ranks * makespan_s;
+  return total > 0 ? 1.0 - sum_busy_s / total : 0.0;
+}
+
 namespace {
 
 constexpr double kNotDone = -1.0;
@@ -227,7 +242,7 @@ class Engine {
             }
           }
           double end = ready + c_.stages[s].f;
-          Compute(r, t, ready, end, c_.memory[s].activation);
+          Compute(r, t, ready, end, MemoryDelta(a.type, c_.memory[s]));
           f_end_[k] = end;
           if (!lowered_ && s + 1 < p_.num_stages && RankOf(s + 1) != r) WakeProducer(s, mb, kFwd, work);
           break;
@@ -253,9 +268,8 @@ class Engine {
               ready = std::max(ready, arrival);
             }
           }
-          const StageMemory& m = c_.memory[s];
           double end = ready + (full ? c_.stages[s].B() : c_.stages[s].i);
-          Compute(r, t, ready, end, full ? -m.activation : m.wstash - m.activation);
+          Compute(r, t, ready, end, MemoryDelta(a.type, c_.memory[s]));
           bwd_end_[k] = end;
           i_done_[k] = !full;
           if (!lowered_ && s > 0 && RankOf(s - 1) != r) WakeProducer(s, mb, kBwd, work);
@@ -266,7 +280,7 @@ class Engine {
             return Error(r, "weight-gradient pass before its " + MakeAction(s, ActionType::kI, mb).ToString());
           i_done_[k] = false;  // a second W for the same (stage, microbatch) is an error
           double ready = free_[r];
-          Compute(r, t, ready, ready + c_.stages[s].w, -c_.memory[s].wstash);
+          Compute(r, t, ready, ready + c_.stages[s].w, MemoryDelta(a.type, c_.memory[s]));
           break;
         }
       }
@@ -310,7 +324,7 @@ class Engine {
       result_.steady_step_s = std::max(result_.steady_step_s, rr.last_compute_end_s - rr.first_compute_start_s);
     }
     double total = p_.pp_size * result_.makespan_s;
-    result_.bubble_ratio = total > 0 ? 1.0 - sum_busy / total : 0.0;
+    result_.bubble_ratio = BubbleRatio(sum_busy, p_.pp_size, result_.makespan_s);
     result_.bubble_overhead = sum_busy > 0 ? (total - sum_busy) / sum_busy : 0.0;
     return std::move(result_);
   }

@@ -66,4 +66,15 @@ struct SimResult {
 //  - deadlock: no rank can make progress (every stuck rank is marked).
 StatusOr<SimResult> Simulate(const Program& program, const StageCosts& costs);
 
+// Change of a rank's bytes when compute action `type` of a stage with
+// `memory` ends (docs/PLAN_FORMAT.md rule 7): +activation at F, -activation
+// at B, wstash - activation at I, -wstash at W; 0 for messages. The one
+// statement of the memory walk: the simulator and the planner's
+// MemoryProfile (planner/memory_profile.h) both step by it.
+int64_t MemoryDelta(ActionType type, const StageMemory& memory);
+
+// Rule 8: 1 - sum_busy_s / (ranks * makespan_s), the idle fraction of all
+// rank-time; 0 for an empty step. Used for predicted and measured bubbles.
+double BubbleRatio(double sum_busy_s, int ranks, double makespan_s);
+
 }  // namespace pw

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "launch/viz/trace_reader.h"
+#include "schedules/pipeline.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"
 #include "schedules/registry.h"
@@ -74,17 +75,10 @@ StatusOr<LoadedInput> LoadForShow(const std::string& path, const LoadOptions& op
   out.kind = InputKind::kCsv;
   PW_ASSIGN_OR_RETURN(Program program, ParseScheduleCsv(text, path));
   StageCosts costs = UniformCosts(program.num_stages, options.csv_cost);
-  Status st = ValidateProgram(program, ValidateOptions{false});
-  if (!st.ok()) return Status(st.code(), path + ": " + st.message());
-  if (!program.HasComms()) {
-    StatusOr<Program> lowered = AddSendRecv(program, costs);
-    if (!lowered.ok()) return Status(lowered.status().code(), path + ": " + lowered.status().message());
-    program = std::move(*lowered);
-  }
-  StatusOr<SimResult> sim = Simulate(program, costs);
-  if (!sim.ok()) return Status(sim.status().code(), path + ": " + sim.status().message());
-  out.timeline = TimelineFromSimulation(program, costs, *sim, "imported schedule (" + BaseName(path) + ")", "custom",
-                                        std::nullopt);
+  StatusOr<PipelineResult> run = SimulateOrder(program, costs);
+  if (!run.ok()) return run.status().WithContext(path);
+  out.timeline = TimelineFromSimulation(run->lowered, costs, run->sim, "imported schedule (" + BaseName(path) + ")",
+                                        "custom", std::nullopt);
   return out;
 }
 

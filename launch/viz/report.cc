@@ -13,6 +13,7 @@
 #include "launch/viz/chart.h"
 #include "launch/viz/load.h"
 #include "launch/viz/trace_reader.h"
+#include "schedules/pipeline.h"
 #include "schedules/lower.h"
 #include "plan/plan.h"
 #include "schedules/registry.h"
@@ -115,11 +116,8 @@ Status FillCell(ReportCell* cell) {
   req.num_microbatches = m;
   req.virtual_stages = v;
   req.costs = UniformCosts(P * v, cost, mem);
-  PW_ASSIGN_OR_RETURN(Program compute, GenerateSchedule(req));
-  PW_RETURN_IF_ERROR(ValidateProgram(compute));
-  PW_ASSIGN_OR_RETURN(Program lowered, AddSendRecv(compute, req.costs));
-  PW_RETURN_IF_ERROR(ValidateProgram(lowered));
-  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(lowered, req.costs));
+  PW_ASSIGN_OR_RETURN(PipelineResult run, RunPipeline(req));
+  const SimResult& sim = run.sim;
   PW_ASSIGN_OR_RETURN(cell->makespan, Exact(sim.makespan_s, v, "makespan"));
   PW_ASSIGN_OR_RETURN(cell->steady_step, Exact(sim.steady_step_s, v, "steady step"));
   int64_t sum_busy = 0, max_busy = 0;

@@ -1,5 +1,7 @@
 #include "launch/viz/timeline.h"
 
+#include "schedules/simulate.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -184,8 +186,7 @@ void ComputeTimelineMetrics(Timeline* t) {
       tr.peak_memory_bytes = i == 0 ? tr.memory[i].bytes : std::max(tr.peak_memory_bytes, tr.memory[i].bytes);
   }
   for (TimelineRank& tr : t->ranks) tr.idle_s = t->makespan_s - tr.busy_s;
-  double total = t->pp_size * t->makespan_s;
-  t->bubble_ratio = total > 0 ? 1.0 - sum_busy / total : 0.0;
+  t->bubble_ratio = BubbleRatio(sum_busy, t->pp_size, t->makespan_s);
 }
 
 Program TimelineProgram(const Timeline& t) {

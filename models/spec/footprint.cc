@@ -18,16 +18,39 @@ StatusOr<Recompute> ParseRecompute(const std::string& text) {
   return Status::InvalidArgument("--recompute-granularity must be none, selective or full, got '" + text + "'");
 }
 
-const char* PrecisionName(Precision p) { return p == Precision::kMixedBf16 ? "bf16" : "fp32"; }
+const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kMixedBf16: return "bf16";
+    case Precision::kFp32: return "fp32";
+    case Precision::kFp64: return "fp64";
+  }
+  return "?";
+}
 
 StatusOr<Precision> ParsePrecision(const std::string& text) {
   if (text == "bf16") return Precision::kMixedBf16;
   if (text == "fp32") return Precision::kFp32;
-  return Status::InvalidArgument("--dtype must be bf16 or fp32, got '" + text + "'");
+  if (text == "fp64") return Precision::kFp64;
+  return Status::InvalidArgument("--dtype must be bf16, fp32 or fp64, got '" + text + "'");
 }
 
-int64_t StaticBytesPerParam(Precision p) { return p == Precision::kMixedBf16 ? 18 : 16; }
-int64_t ActivationElementBytes(Precision p) { return p == Precision::kMixedBf16 ? 2 : 4; }
+int64_t StaticBytesPerParam(Precision p) {
+  switch (p) {
+    case Precision::kMixedBf16: return 18;
+    case Precision::kFp32: return 16;
+    case Precision::kFp64: return 32;
+  }
+  return 16;
+}
+
+int64_t ActivationElementBytes(Precision p) {
+  switch (p) {
+    case Precision::kMixedBf16: return 2;
+    case Precision::kFp32: return 4;
+    case Precision::kFp64: return 8;
+  }
+  return 4;
+}
 
 const char* LayerKindName(LayerKind k) {
   switch (k) {

@@ -43,12 +43,15 @@ enum class Precision {
   // `compute_weight_and_optimizer_memory`, no distributed optimizer).
   kMixedBf16,
   // fp32 params, grads, AdamW m and v: 16 bytes per parameter; fp32
-  // activations (the plain LibTorch executor, ECOSYSTEM.md §5.2 "(ours)").
+  // activations (the plain LibTorch executor).
   kFp32,
+  // fp64 params, grads, AdamW m and v: 32 bytes per parameter; fp64
+  // activations (the executor's equivalence checks, `run --dtype float64`).
+  kFp64,
 };
-// "bf16" or "fp32".
+// "bf16", "fp32" or "fp64".
 const char* PrecisionName(Precision p);
-// Parses "bf16" | "fp32". InvalidArgument names --dtype.
+// Parses "bf16" | "fp32" | "fp64". InvalidArgument names --dtype.
 StatusOr<Precision> ParsePrecision(const std::string& text);
 // Bytes held per parameter for the whole step (params + grads + AdamW state).
 int64_t StaticBytesPerParam(Precision p);

@@ -1,6 +1,7 @@
 #include "models/spec/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,6 +44,22 @@ Status PositiveInt(const json& c, const std::string& source, std::initializer_li
   if (!v->is_number_integer() || v->get<int64_t>() <= 0)
     return Status::InvalidArgument(source + ": field '" + key + "' must be a positive integer, got " + v->dump());
   *out = v->get<int64_t>();
+  return Status::Ok();
+}
+
+// A finite number > 0 under one of `keys`, `fallback` when absent or null;
+// InvalidArgument names the field.
+Status PositiveNumber(const json& c, const std::string& source, std::initializer_list<const char*> keys,
+                      double fallback, double* out) {
+  std::string key;
+  const json* v = FindKey(c, keys, &key);
+  if (!v) {
+    *out = fallback;
+    return Status::Ok();
+  }
+  if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0)
+    return Status::InvalidArgument(source + ": field '" + key + "' must be a positive number, got " + v->dump());
+  *out = v->get<double>();
   return Status::Ok();
 }
 
@@ -122,6 +139,7 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
     m.learned_positions = true;
     m.dropout = NumberOr(c, "attn_pdrop", 0.1) > 0 || NumberOr(c, "resid_pdrop", 0.1) > 0 ||
                 NumberOr(c, "embd_pdrop", 0.1) > 0;
+    PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"layer_norm_epsilon", "rms_norm_eps"}, 1e-5, &m.norm_eps));
   } else {
     PW_RETURN_IF_ERROR(PositiveInt(c, source, {"intermediate_size"}, &m.ffn));
     PW_RETURN_IF_ERROR(PositiveInt(c, source, {"max_position_embeddings"}, &m.max_positions));
@@ -132,6 +150,8 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
     m.mlp_bias = BoolOr(c, "mlp_bias", false);
     m.learned_positions = false;
     m.dropout = NumberOr(c, "attention_dropout", 0.0) > 0;
+    PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"rms_norm_eps"}, 1e-6, &m.norm_eps));
+    PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"rope_theta"}, 10000.0, &m.rope_theta));
   }
   return m;
 }

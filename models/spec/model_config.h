@@ -50,7 +50,11 @@ struct ModelConfig {
   bool mlp_bias = false;       // biases on the MLP matrices
   bool learned_positions = false;  // a position embedding table of s_max x h (GPT-2)
   bool dropout = false;        // dropout layers present (their 1-byte masks are stored)
-  nlohmann::json raw;          // the config object as read (written to plans as extra["model"])
+  double norm_eps = 1e-5;      // LayerNorm / RMSNorm epsilon (`layer_norm_epsilon` / `rms_norm_eps`)
+  double rope_theta = 10000.0; // RoPE base (`rope_theta`; Llama only)
+  // The config object as read (in memory only: plans hold the normalised
+  // fields above, plan/plan.h; profiles read widths from it).
+  nlohmann::json raw;
 };
 
 // The family `config` describes: its `model_type` when that is a string

@@ -47,6 +47,21 @@ StatusOr<GptConfig> ParseGptConfig(const json& config, const std::string& source
                                      "', which the executor does not build; add \"model_type\": \"gpt2\" to "
                                      "train it as GPT-2");
   }
+  return GptShape(m, source);
+}
+
+StatusOr<GptConfig> GptShape(const ModelConfig& m, const std::string& source) {
+  auto refuse = [&](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument(source + ": field '" + field + "' " + why);
+  };
+  if (m.family != ModelFamily::kGpt2)
+    return refuse("architecture", std::string("is '") + ModelFamilyName(m.family) +
+                                      "': the executor builds GPT-2-style models only (LayerNorm, GELU MLP, learned "
+                                      "positions)");
+  if (m.num_kv_heads != m.num_heads)
+    return refuse("num_key_value_heads", "(" + std::to_string(m.num_kv_heads) + ") differs from the attention heads (" +
+                                             std::to_string(m.num_heads) +
+                                             "): grouped-query attention, which the executor does not build");
   GptConfig c;
   c.n_layer = m.num_layers;
   c.n_embd = m.hidden;
@@ -54,27 +69,24 @@ StatusOr<GptConfig> ParseGptConfig(const json& config, const std::string& source
   c.n_inner = m.ffn;
   c.n_positions = m.max_positions;
   c.vocab_size = m.vocab;
-  for (const char* k : {"layer_norm_epsilon", "rms_norm_eps"}) {
-    auto it = config.find(k);
-    if (it == config.end() || it->is_null()) continue;
-    if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>()))
-      return Status::InvalidArgument(source + ": field '" + k + "' must be a positive number, got " + it->dump());
-    c.layer_norm_epsilon = it->get<double>();
-    break;
-  }
+  c.layer_norm_epsilon = m.norm_eps;
   return c;
 }
 
-nlohmann::json GptConfigToJson(const GptConfig& c) {
-  nlohmann::json j;
-  j["n_layer"] = c.n_layer;
-  j["n_embd"] = c.n_embd;
-  j["n_head"] = c.n_head;
-  j["n_inner"] = c.n_inner;
-  j["n_positions"] = c.n_positions;
-  j["vocab_size"] = c.vocab_size;
-  j["layer_norm_epsilon"] = c.layer_norm_epsilon;
-  return j;
+StatusOr<GptConfig> GptFromModel(const ModelConfig& m, const std::string& source) {
+  PW_ASSIGN_OR_RETURN(GptConfig c, GptShape(m, source));
+  auto refuse = [&](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument(source + ": field '" + field + "' " + why);
+  };
+  if (m.tied)
+    return refuse("tie_word_embeddings",
+                  "is true (HF's default for gpt2): the executor's LM head has its own matrix, so it would train "
+                  "an untied model; set \"tie_word_embeddings\": false in the config and plan again");
+  if (m.dropout)
+    return refuse("dropout",
+                  "is true (attn_pdrop, resid_pdrop or embd_pdrop > 0; HF's default is 0.1): the executor has no "
+                  "dropout layers; set all three to 0 in the config and plan again");
+  return c;
 }
 
 std::vector<std::string> GptLayerNames(const GptConfig& c) {
@@ -83,28 +95,6 @@ std::vector<std::string> GptLayerNames(const GptConfig& c) {
   for (int64_t i = 0; i < c.n_layer; ++i) names.push_back("block." + std::to_string(i));
   names.push_back("head");
   return names;
-}
-
-int64_t WeightStashBytes(const GptConfig& c, int layer, int64_t rows, int64_t seq, int64_t element_bytes) {
-  const int64_t tokens = rows * seq, C = c.n_embd, f = c.n_inner;
-  if (layer == 0) return tokens * (8 + C * element_bytes);
-  if (layer == c.NumLayers() - 1) return tokens * (C + c.vocab_size) * element_bytes;
-  return tokens * ((C + 3 * C) + (C + C) + (C + f) + (f + C)) * element_bytes;
-}
-
-double LayerWeightGemmFlops(const GptConfig& c, int layer, int64_t rows, int64_t seq) {
-  const double tokens = static_cast<double>(rows * seq), C = static_cast<double>(c.n_embd),
-               f = static_cast<double>(c.n_inner);
-  if (layer == 0) return 0.0;
-  if (layer == c.NumLayers() - 1) return 2.0 * tokens * C * static_cast<double>(c.vocab_size);
-  return 2.0 * tokens * (3 * C * C + C * C + 2 * C * f);
-}
-
-double LayerForwardFlops(const GptConfig& c, int layer, int64_t rows, int64_t seq) {
-  const double tokens = static_cast<double>(rows * seq);
-  if (layer == 0) return tokens * static_cast<double>(c.n_embd);  // gather + add: memory bound, tiny
-  double attention_core = (layer == c.NumLayers() - 1) ? 0.0 : 4.0 * tokens * static_cast<double>(seq * c.n_embd);
-  return LayerWeightGemmFlops(c, layer, rows, seq) + attention_core;
 }
 
 }  // namespace pw::models

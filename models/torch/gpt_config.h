@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "models/spec/model_config.h"
 
 namespace pw::models {
 
@@ -42,8 +43,7 @@ struct GptConfig {
 //  - layer_norm_epsilon (else rms_norm_eps), default 1e-5, a positive number;
 //  - refusals of what it does not build, each naming the field: a
 //    `model_type` other than "gpt2"; num_key_value_heads != the attention
-//    heads (grouped-query attention); a config without `model_type` that the
-//    planner reads as Llama (no n_layer or n_embd field, pw::ConfigModelFamily:
+//    heads (grouped-query attention); a config without `model_type` that the planner reads as Llama (no n_layer or n_embd field, pw::ConfigModelFamily:
 //    add "model_type": "gpt2" to run it). Every config it accepts, the planner
 //    reads as the same gpt2 model (given a vocab_size).
 // `source` prefixes every error. Errors: InvalidArgument naming the key,
@@ -53,26 +53,20 @@ struct GptConfig {
 // 'llama' is not supported by the executor ...".
 StatusOr<GptConfig> ParseGptConfig(const nlohmann::json& config, const std::string& source = "model config");
 
-// The config as a GPT-2 style JSON object (the keys ParseGptConfig reads).
-nlohmann::json GptConfigToJson(const GptConfig& config);
+// The executor's GPT shape from a normalised model: refuses another
+// architecture and grouped-query attention, naming the field. What
+// ParseGptConfig returns (`profile` measures these layers).
+StatusOr<GptConfig> GptShape(const ModelConfig& model, const std::string& source);
+
+// The executor's GPT for training from a normalised model (a plan's `model`
+// section, plan/plan.h): GptShape, and refuses, naming the field and what to change, what the
+// executor does not build: another architecture, grouped-query attention, a
+// tied LM head (`tie_word_embeddings`), dropout (`dropout`, from the
+// config's attn_pdrop / resid_pdrop / embd_pdrop). Errors: InvalidArgument
+// "<source>: field '<name>' ...".
+StatusOr<GptConfig> GptFromModel(const ModelConfig& model, const std::string& source);
 
 // {"embedding", "block.0", ..., "block.N-1", "head"}.
 std::vector<std::string> GptLayerNames(const GptConfig& config);
-
-// Bytes one layer keeps between its input-gradient backward (I) and its
-// weight-gradient backward (W) for a microbatch of `rows` sequences of length
-// `seq`, activations of `element_bytes` each: for every GEMM the input X and
-// the output gradient dY. Block: (C + 3C) + (C + C) + (C + f) + (f + C)
-// elements per token; head: C + V; embedding: the int64 token ids + dY (C).
-// Same counts as models/spec/footprint.cc (the planner's wstash).
-int64_t WeightStashBytes(const GptConfig& config, int layer, int64_t rows, int64_t seq, int64_t element_bytes);
-
-// Forward FLOPs of one layer for `rows` x `seq` tokens (ECOSYSTEM §5.3:
-// 2 FLOPs per weight per token, plus 4*s*C per token of attention core).
-double LayerForwardFlops(const GptConfig& config, int layer, int64_t rows, int64_t seq);
-
-// Weight-GEMM share of LayerForwardFlops (what W repeats once; I repeats the
-// rest twice: dgrad of every GEMM + the attention core backward).
-double LayerWeightGemmFlops(const GptConfig& config, int layer, int64_t rows, int64_t seq);
 
 }  // namespace pw::models

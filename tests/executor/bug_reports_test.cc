@@ -41,7 +41,7 @@ TEST(BugReportsTest, GradientAccumulationDoesNotRescalePerMicrobatch) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   std::vector<TokenBatch> batches = {RandomBatch(8, 8, 1)};
   auto runs = RunLoopback(*plan, 2, batches, Fp64Options());
-  ReferenceRun ref = RunReference(spec.model, batches, Fp64Options());
+  ReferenceRun ref = RunReference(*plan->model, batches, Fp64Options());
   std::vector<NamedValues> grads;
   for (auto& r : runs) {
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -66,7 +66,7 @@ TEST(BugReportsTest, UnequalMicrobatchesAreWeightedBySize) {
     ASSERT_TRUE(plan.ok()) << schedule << ": " << plan.status().ToString();
     std::vector<TokenBatch> batches = {RandomBatch(8, 8, 5)};
     auto runs = RunLoopback(*plan, 2, batches, Fp64Options());
-    ReferenceRun ref = RunReference(spec.model, batches, Fp64Options());
+    ReferenceRun ref = RunReference(*plan->model, batches, Fp64Options());
     std::vector<NamedValues> grads;
     for (auto& r : runs) {
       ASSERT_TRUE(r.status.ok()) << schedule << ": " << r.status.ToString();
@@ -311,7 +311,16 @@ TEST(PreflightTest, RefusesRanksWithDifferentPlans) {
 TEST(PreflightTest, RefusesLayerRangesThatDoNotCoverTheModel) {
   auto plan = BuildPlan(Spec("1f1b", 2, 2));
   ASSERT_TRUE(plan.ok());
-  plan->extra["model"]["n_layer"] = 5;  // 7 layers, the stages cover 6
+  // An edited model section: the reader finds the layer list is not the
+  // model's; a plan built in memory with the edit is stopped by pre-flight.
+  nlohmann::json doc = nlohmann::json::parse(PlanToJson(*plan));
+  doc["model"]["num_layers"] = 5;
+  auto edited = ParsePlan(doc.dump(), "edited.json");
+  ASSERT_FALSE(edited.ok());
+  EXPECT_NE(edited.status().message().find("edited.json: layers: has 6 entries, but the model has 7 layers"),
+            std::string::npos)
+      << edited.status().ToString();
+  plan->model->num_layers = 5;  // 7 layers, the stages cover 6
   std::vector<Status> st = CreateOnRanks({*plan}, 2);
   EXPECT_NE(st[0].message().find("the model has 7 layers"), std::string::npos) << st[0].ToString();
 }

@@ -80,7 +80,7 @@ TEST_P(EquivalenceTest, MatchesSingleProcess) {
   EngineOptions options = Fp64Options();
 
   std::vector<RankRun> runs = RunLoopback(*plan, c.pp, batches, options, /*timeout_s=*/20.0);
-  ReferenceRun ref = RunReference(spec.model, batches, options);
+  ReferenceRun ref = RunReference(*plan->model, batches, options);
   ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
   std::vector<NamedValues> grads, params;
   bool all_ok = true;
@@ -128,7 +128,7 @@ TEST(EquivalenceClipTest, ClippedStepsMatchClipGradNorm) {
     EngineOptions options = Fp64Options();
     options.clip_grad_norm = spec.clip_grad_norm;
     std::vector<RankRun> runs = RunLoopback(*plan, pp, batches, options, /*timeout_s=*/20.0);
-    ReferenceRun ref = RunReference(spec.model, batches, options);
+    ReferenceRun ref = RunReference(*plan->model, batches, options);
     ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
     std::vector<NamedValues> grads, params;
     for (int r = 0; r < pp; ++r) {

@@ -142,7 +142,7 @@ struct ReferenceRun {
   std::vector<NamedValues> grads_after_first, params_after_last;
 };
 
-inline ReferenceRun RunReference(const nlohmann::json& model, const std::vector<TokenBatch>& batches,
+inline ReferenceRun RunReference(const ModelConfig& model, const std::vector<TokenBatch>& batches,
                                  const EngineOptions& options) {
   ReferenceRun out;
   auto ref = ReferenceModel::Create(model, options);

@@ -5,7 +5,7 @@
 #  hang: rank 1 SIGSTOPs itself half-way through step 1. The survivors' watchdog
 #        (--watchdog-s 4) fires; each exits non-zero naming the rank, the action
 #        and the microbatch it waited on, within the bound (+ launcher teardown).
-# Usage: fault_test.sh <pw_make_plan> <pipewright> <mpirun>
+# Usage: fault_test.sh <pipewright> <pipewright> <mpirun> (the first writes the plans)
 set -uo pipefail
 make_plan=$1 pipewright=$2 mpirun=$3
 work=$(mktemp -d)
@@ -18,10 +18,10 @@ cleanup() {  # never leave a stopped rank behind
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-printf '{"n_layer": 3, "n_embd": 16, "n_head": 2, "n_positions": 16}\n' > "$work/model.json"
+printf '{"n_layer": 3, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/model.json"
 for i in $(seq 1 300); do echo "The quick brown fox jumps over the lazy dog $i."; done > "$work/text.txt"
-"$make_plan" --schedule 1f1b --pp 3 -m 6 --model-config "$work/model.json" --seq-length 16 \
-  --micro-batch-size 1 --out "$work/plan.json" > /dev/null || fail "pw_make_plan"
+"$pipewright" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule 1f1b --pp 3 --num-microbatches 6 --model-config "$work/model.json" --seq-length 16 \
+  --micro-batch-size 1 -o "$work/plan.json" > /dev/null || fail "pipewright plan"
 watchdog=4
 for kind in kill hang; do
   echo "== $kind rank 1 at step 1"

@@ -10,17 +10,17 @@
 #     and against the plan.
 #  4. --clip-grad-norm is refused on a plan without a global barrier and
 #     runs on one made with --clip-grad-norm.
-# Usage: long_run_test.sh <pw_make_plan> <pipewright> <mpirun>
+# Usage: long_run_test.sh <pipewright> <pipewright> <mpirun> (the first writes the plans)
 set -euo pipefail
 make_plan=$1 pipewright=$2 mpirun=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16}\n' > "$work/model.json"
+printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/model.json"
 for i in $(seq 1 300); do echo "The quick brown fox jumps over the lazy dog $i."; done > "$work/text.txt"
 plan() {  # plan <schedule> <out> [extra args]
   local schedule=$1 out=$2; shift 2
-  "$make_plan" --schedule "$schedule" --pp 2 -m 4 --model-config "$work/model.json" --seq-length 16 \
-    --micro-batch-size 2 --out "$out" "$@" > /dev/null
+  "$pipewright" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule "$schedule" --pp 2 --num-microbatches 4 --model-config "$work/model.json" --seq-length 16 \
+    --micro-batch-size 2 -o "$out" "$@" > /dev/null
 }
 plan zb-h1 "$work/plan.json"
 plan 1f1b "$work/other.json"

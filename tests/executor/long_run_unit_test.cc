@@ -40,16 +40,13 @@ Plan SmallPlan(const std::string& schedule, int pp, int m) {
 TEST(Preflight, RefusesRecomputeAndHalfPrecisionPlans) {
   Plan plan = SmallPlan("1f1b", 2, 4);
   ASSERT_TRUE(PreflightCheck(plan, 2).ok());
-  plan.extra["training"]["recompute"] = "none";
-  plan.extra["training"]["dtype"] = "fp32";
-  EXPECT_TRUE(PreflightCheck(plan, 2).ok());
-  plan.extra["training"]["recompute"] = "full";
+  plan.training->recompute = Recompute::kFull;
   StatusOr<CheckedPlan> st = PreflightCheck(plan, 2);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.status().message().find("'training.recompute' is 'full'"), std::string::npos) << st.status().ToString();
   EXPECT_NE(st.status().message().find("--recompute-granularity none"), std::string::npos);
-  plan.extra["training"]["recompute"] = "none";
-  plan.extra["training"]["dtype"] = "bf16";
+  plan.training->recompute = Recompute::kNone;
+  plan.training->precision = Precision::kMixedBf16;
   st = PreflightCheck(plan, 2);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.status().message().find("'training.dtype' is 'bf16'"), std::string::npos) << st.status().ToString();

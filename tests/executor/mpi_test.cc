@@ -31,7 +31,7 @@ struct Result {
   Diff grads, params;
 };
 
-Result RunOne(const Plan& plan, const nlohmann::json& model, const std::vector<TokenBatch>& batches) {
+Result RunOne(const Plan& plan, const ModelConfig& model, const std::vector<TokenBatch>& batches) {
   Result out;
   EngineOptions options = Fp64Options();
   auto engine = Engine::Create(plan, *g_comm, options);
@@ -87,7 +87,7 @@ TEST_P(MpiEquivalenceTest, MatchesSingleProcess) {
     const int rows = shape->batch_rows;
     std::vector<TokenBatch> batches;
     for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(rows, 8, 200 + i));
-    Result res = RunOne(*plan, spec.model, batches);
+    Result res = RunOne(*plan, *plan->model, batches);
     // Gather every rank's worst differences to print the overall worst.
     auto all = AllGatherDoubles(*g_comm, {res.status.ok() ? 0.0 : 1.0, res.grads.rel, res.params.rel});
     ASSERT_TRUE(all.ok()) << all.status().ToString();

@@ -9,7 +9,7 @@ pw=$1 mpirun=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-printf '{"n_layer": 2, "n_embd": 32, "n_head": 2, "n_positions": 16, "vocab_size": 256}\n' > "$work/model.json"
+printf '{"n_layer": 2, "n_embd": 32, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/model.json"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 "$pw" profile --model-config "$work/model.json" --micro-batch-sizes 1,2 --seq-lengths 8,16 --warmup 1 \

@@ -2,15 +2,15 @@
 # End-to-end: write a plan with pw_make_plan, train 3 steps under
 # `mpirun -np 2 pipewright run`, then `pipewright generate` from the saved
 # stages; also `run` with the wrong -np must refuse before computing.
-# Usage: run_cli_test.sh <pw_make_plan> <pipewright> <mpirun>
+# Usage: run_cli_test.sh <pipewright> <pipewright> <mpirun> (the first writes the plans)
 set -euo pipefail
 make_plan=$1 pipewright=$2 mpirun=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16}\n' > "$work/model.json"
+printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/model.json"
 for i in $(seq 1 200); do echo "The quick brown fox jumps over the lazy dog $i."; done > "$work/text.txt"
-"$make_plan" --schedule zb-h1 --pp 2 -m 3 --model-config "$work/model.json" --seq-length 16 \
-  --micro-batch-size 2 --out "$work/plan.json"
+"$pipewright" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule zb-h1 --pp 2 --num-microbatches 3 --model-config "$work/model.json" --seq-length 16 \
+  --micro-batch-size 2 -o "$work/plan.json"
 mpi=("$mpirun" --allow-run-as-root --oversubscribe)
 "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/plan.json" --data "$work/text.txt" --steps 3 \
   --save "$work/ckpt" | tee "$work/out.txt"
@@ -55,9 +55,9 @@ expect_fail 2 "--trace $work/nodir/t.json: its directory" "${run2[@]}" --trace "
 grep -q "^step " "$work/fail.txt" && { echo "FAIL: trained before refusing --trace"; exit 1; }
 expect_fail 2 "--save $work/text.txt: exists and is not a directory" "${run2[@]}" --save "$work/text.txt"
 # Tokens are bytes: a plan whose model has vocab_size < 256 is refused up front.
-printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 128}\n' > "$work/v128.json"
-"$make_plan" --schedule 1f1b --pp 2 -m 2 --model-config "$work/v128.json" --seq-length 16 \
-  --micro-batch-size 2 --out "$work/v128.plan.json"
+printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 128, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/v128.json"
+"$pipewright" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule 1f1b --pp 2 --num-microbatches 2 --model-config "$work/v128.json" --seq-length 16 \
+  --micro-batch-size 2 -o "$work/v128.plan.json"
 expect_fail 2 "vocab_size >= 256" "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/v128.plan.json" \
   --data "$work/text.txt" --steps 1
 # A bad command line exits 2 like every other bad input (CLI11's own codes were 104-114).
@@ -68,9 +68,9 @@ expect_fail 2 "--log-every 0" "${run2[@]}" --log-every 0
 expect_fail 2 "--watchdog-s -1" "${run2[@]}" --watchdog-s -1
 # 3. generate: bad --tokens; a checkpoint of another plan names both.
 expect_fail 2 "--tokens -3" "$pipewright" generate --plan "$work/plan.json" --checkpoint "$work/ckpt" --tokens -3
-printf '{"n_layer": 4, "n_embd": 16, "n_head": 2, "n_positions": 16}\n' > "$work/model4.json"
-"$make_plan" --schedule zb-h1 --pp 2 -m 3 --model-config "$work/model4.json" --seq-length 16 \
-  --micro-batch-size 2 --out "$work/other.json" > /dev/null
+printf '{"n_layer": 4, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/model4.json"
+"$pipewright" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule zb-h1 --pp 2 --num-microbatches 3 --model-config "$work/model4.json" --seq-length 16 \
+  --micro-batch-size 2 -o "$work/other.json" > /dev/null
 expect_fail 2 "checkpoint $work/ckpt does not match plan $work/other.json (stage " \
   "$pipewright" generate --plan "$work/other.json" --checkpoint "$work/ckpt" --tokens 5
 # 4. A diverging run stops with an error naming the step, on every rank.

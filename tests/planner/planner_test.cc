@@ -206,18 +206,20 @@ TEST(Planner, PlanFileIsDeterministicAndComplete) {
     next = s.layer_end;
   }
   EXPECT_EQ(next, 14);
-  EXPECT_EQ(back->extra["layers"].size(), 14u);
-  EXPECT_EQ(back->extra["layers"][0], "embedding");
-  EXPECT_EQ(back->extra["layers"][13], "head");
-  EXPECT_EQ(back->extra["model"]["n_layer"], 12);
-  const auto& tr = back->extra["training"];
-  EXPECT_EQ(tr["micro_batch_size"], 2);
-  EXPECT_EQ(tr["global_batch_size"], 16);
-  EXPECT_EQ(tr["seq_length"], 1024);
-  EXPECT_EQ(tr["microbatch_sizes"].size(), 8u);
-  EXPECT_TRUE(tr["recompute"] == "none" || tr["recompute"] == "selective" || tr["recompute"] == "full");
-  EXPECT_EQ(back->extra["planner"]["objective"], "makespan_s");
-  EXPECT_EQ(back->extra["planner"]["candidates"].size(), r1->candidates.size());
+  ASSERT_EQ(back->layers.size(), 14u);
+  EXPECT_EQ(back->layers[0].name, "embedding");
+  EXPECT_EQ(back->layers[13].name, "head");
+  EXPECT_EQ(back->layers[13].kind, LayerKind::kHead);
+  ASSERT_TRUE(back->model.has_value());
+  EXPECT_EQ(back->model->num_layers, 12);
+  ASSERT_TRUE(back->training.has_value());
+  const PlanTraining& tr = *back->training;
+  EXPECT_EQ(tr.micro_batch_size, 2);
+  EXPECT_EQ(tr.global_batch_size, 16);
+  EXPECT_EQ(tr.seq_length, 1024);
+  EXPECT_EQ(tr.microbatch_sizes.size(), 8u);
+  EXPECT_EQ(back->planner["objective"], "makespan_s");
+  EXPECT_EQ(back->planner["candidates"].size(), r1->candidates.size());
   EXPECT_EQ(*back->memory_limit_bytes, int64_t{40} << 30);
 }
 

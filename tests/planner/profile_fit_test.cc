@@ -146,8 +146,10 @@ TEST(FitProfile, RoundTripsAndFeedsThePlanner) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   auto plan = BuildPlan(*r, model, o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->extra["training"]["seq_length"], 32) << "default s = the profile's";
-  EXPECT_EQ(plan->extra["model"]["n_embd"], 64);
+  ASSERT_TRUE(plan->training.has_value());
+  EXPECT_EQ(plan->training->seq_length, 32) << "default s = the profile's";
+  ASSERT_TRUE(plan->model.has_value()) << "the profiled model is the plan's model";
+  EXPECT_EQ(plan->model->hidden, 64);
 }
 
 TEST(ParseProfile, ErrorsNameTheField) {

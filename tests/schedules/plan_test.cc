@@ -26,7 +26,7 @@ StatusOr<Plan> SamplePlan() {
   comm.bandwidth_bytes_per_s = 2.5e10;
   PW_ASSIGN_OR_RETURN(Pipeline pl, RunPipeline("interleaved-1f1b", 4, 6, 2, UniformCosts(8, c, mem, comm)));
   Plan plan = MakePlan("interleaved-1f1b", pl.lowered, UniformCosts(8, c, mem, comm), pl.sim, 85899345920LL);
-  plan.extra["model"] = {{"n_layer", 6}, {"n_embd", 64}};
+  plan.extra["notes"] = {{"origin", "test"}};  // unknown fields are kept
   return plan;
 }
 
@@ -39,7 +39,8 @@ TEST(PlanFile, RoundTripIsByteIdentical) {
   EXPECT_EQ(PlanToJson(*back), text);
   EXPECT_EQ(PlanHash(*back), PlanHash(*plan));
   EXPECT_EQ(back->ranks, plan->ranks);
-  EXPECT_EQ(back->extra["model"]["n_layer"], 6);
+  EXPECT_EQ(back->extra["notes"]["origin"], "test");
+  EXPECT_FALSE(back->model.has_value()) << "a schedule-only plan has no model section";
   // Required fields in PLAN_FORMAT.md order come first.
   EXPECT_EQ(text.find("\"format\": \"pipewright-plan\""), 4u);
   auto again = SamplePlan();
@@ -58,7 +59,8 @@ TEST(PlanFile, ErrorsNameTheField) {
       {[](nlohmann::json& d) { d["ranks"][1]["actions"][3] = "5X0"; }, "p.json: ranks[1].actions[3]: bad action '5X0'"},
       {[](nlohmann::json& d) { d["stages"][2]["layers"] = {3, 3}; }, "stages[2].layers: a stage may not be empty"},
       {[](nlohmann::json& d) { d["stages"][1]["cost_s"].erase("W"); }, "stages[1].cost_s.W: field is missing"},
-      {[](nlohmann::json& d) { d["version"] = 2; }, "version"},
+      {[](nlohmann::json& d) { d["version"] = 3; }, "version: this pipewright reads versions 1 and 2, the file is version 3"},
+      {[](nlohmann::json& d) { d["dp_size"] = 0; }, "dp_size: must be >= 1"},
       {[](nlohmann::json& d) { d["ranks"][0]["actions"][0] = "1F0"; }, "stage 1 lives on rank 1"},
   };
   for (auto& c : cases) {
@@ -68,6 +70,10 @@ TEST(PlanFile, ErrorsNameTheField) {
     ASSERT_FALSE(p.ok()) << c.expect;
     EXPECT_NE(p.status().message().find(c.expect), std::string::npos) << p.status().message();
   }
+  // A number too large for a double is an error, not an abort.
+  auto huge = ParsePlan(R"({"format": "pipewright-plan", "version": 1e400})", "h.json");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("h.json: not valid JSON"), std::string::npos) << huge.status().message();
   std::string text = PlanToJson(*plan);
   auto truncated = ParsePlan(text.substr(0, text.size() / 2), "t.json");
   ASSERT_FALSE(truncated.ok());

@@ -1,0 +1,552 @@
+// The plan file's one reader and writer (docs/PLAN_FORMAT.md): version 2 is
+// read and written; version 1 (HF config under "model", layer names under
+// "layers", untyped "training") is read and converted.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+
+#include "plan/plan.h"
+
+namespace pw {
+
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// Top-level fields with a typed home; everything else goes to Plan::extra.
+const char* const kKnownFields[] = {"format",   "version",  "schedule",     "pp_size",    "dp_size",
+                                    "num_stages", "num_microbatches", "stage_to_rank", "model", "layers",
+                                    "training", "stages",   "comm",         "memory_limit_bytes", "ranks",
+                                    "predicted", "planner"};
+
+bool IsKnown(const std::string& key) {
+  for (const char* k : kKnownFields)
+    if (key == k) return true;
+  return false;
+}
+
+std::string Join(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
+
+// Field access with errors that name the path, e.g. "stages[2].cost_s.F".
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+  Status Error(const std::string& path, const std::string& why) const {
+    return Status::InvalidArgument(source_ + ": " + path + ": " + why);
+  }
+  Status Get(const json& obj, const std::string& path, const char* key, const json** out) const {
+    if (!obj.is_object()) return Error(path.empty() ? "(top level)" : path, "expected an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) return Error(Join(path, key), "field is missing");
+    *out = &*it;
+    return Status::Ok();
+  }
+  // An integer or a number; integers must fit T exactly.
+  template <typename T>
+  Status Number(const json& obj, const std::string& path, const char* key, T* out) const {
+    const json* v;
+    PW_RETURN_IF_ERROR(Get(obj, path, key, &v));
+    return Value(*v, Join(path, key), out);
+  }
+  template <typename T>
+  Status Value(const json& v, const std::string& p, T* out) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (!v.is_number_integer()) return Error(p, "expected an integer, got " + Dump(v));
+      if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())
+                                 : (v.get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+                                    v.get<int64_t>() > static_cast<int64_t>(std::numeric_limits<T>::max())))
+        return Error(p, "integer out of range, got " + Dump(v));
+    } else {
+      if (!v.is_number()) return Error(p, "expected a number, got " + Dump(v));
+    }
+    *out = v.get<T>();
+    return Status::Ok();
+  }
+  // A finite number >= 0 (seconds, bytes per second, bytes): negative or
+  // non-finite values would make the simulation meaningless.
+  template <typename T>
+  Status NonNegative(const json& obj, const std::string& path, const char* key, T* out) const {
+    PW_RETURN_IF_ERROR(Number(obj, path, key, out));
+    const double x = static_cast<double>(*out);
+    if (!std::isfinite(x) || x < 0) return Error(Join(path, key), "must be a finite number >= 0, got " + Dump(obj.at(key)));
+    return Status::Ok();
+  }
+  template <typename T>
+  Status Positive(const json& obj, const std::string& path, const char* key, T* out) const {
+    PW_RETURN_IF_ERROR(Number(obj, path, key, out));
+    const double x = static_cast<double>(*out);
+    if (!std::isfinite(x) || x <= 0) return Error(Join(path, key), "must be > 0, got " + Dump(obj.at(key)));
+    return Status::Ok();
+  }
+  Status Bool(const json& obj, const std::string& path, const char* key, bool* out) const {
+    const json* v;
+    PW_RETURN_IF_ERROR(Get(obj, path, key, &v));
+    if (!v->is_boolean()) return Error(Join(path, key), "expected true or false, got " + Dump(*v));
+    *out = v->get<bool>();
+    return Status::Ok();
+  }
+  Status String(const json& obj, const std::string& path, const char* key, std::string* out) const {
+    const json* v;
+    PW_RETURN_IF_ERROR(Get(obj, path, key, &v));
+    if (!v->is_string()) return Error(Join(path, key), "expected a string, got " + Dump(*v));
+    *out = v->get<std::string>();
+    return Status::Ok();
+  }
+  // One of `choices`; the error lists them.
+  Status Choice(const json& obj, const std::string& path, const char* key, std::initializer_list<const char*> choices,
+                std::string* out) const {
+    PW_RETURN_IF_ERROR(String(obj, path, key, out));
+    std::string list;
+    for (const char* c : choices) {
+      if (*out == c) return Status::Ok();
+      list += (list.empty() ? "" : ", ") + std::string(c);
+    }
+    return Error(Join(path, key), "must be one of " + list + ", got '" + *out + "'");
+  }
+  // A short rendering of a value for errors (a whole sub-document is cut).
+  static std::string Dump(const json& v) {
+    std::string d = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    return d.size() > 80 ? d.substr(0, 77) + "..." : d;
+  }
+
+ private:
+  std::string source_;
+};
+
+// --- model -------------------------------------------------------------------
+
+ojson ModelToJson(const ModelConfig& m) {
+  const bool llama = m.family == ModelFamily::kLlama;
+  ojson j;
+  j["name"] = m.name;
+  j["architecture"] = ModelFamilyName(m.family);
+  j["num_layers"] = m.num_layers;
+  j["hidden_size"] = m.hidden;
+  j["num_attention_heads"] = m.num_heads;
+  j["num_key_value_heads"] = m.num_kv_heads;
+  j["head_dim"] = m.head_dim;
+  j["intermediate_size"] = m.ffn;
+  j["vocab_size"] = m.vocab;
+  j["max_position_embeddings"] = m.max_positions;
+  j["norm"] = m.layer_norm ? "layernorm" : "rmsnorm";
+  j["norm_eps"] = m.norm_eps;
+  j["mlp"] = m.gated_mlp ? "swiglu" : "gelu";
+  j["positions"] = m.learned_positions ? "learned" : "rope";
+  if (llama || !m.learned_positions) j["rope_theta"] = m.rope_theta;
+  j["tie_word_embeddings"] = m.tied;
+  j["attention_bias"] = m.attention_bias;
+  j["mlp_bias"] = m.mlp_bias;
+  j["dropout"] = m.dropout;
+  return j;
+}
+
+Status ParseModel(const Reader& rd, const json& j, ModelConfig* m) {
+  const std::string p = "model";
+  std::string arch, norm, mlp, positions;
+  PW_RETURN_IF_ERROR(rd.String(j, p, "name", &m->name));
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "architecture", {"gpt2", "llama"}, &arch));
+  m->family = arch == "gpt2" ? ModelFamily::kGpt2 : ModelFamily::kLlama;
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "num_layers", &m->num_layers));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "hidden_size", &m->hidden));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "num_attention_heads", &m->num_heads));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "num_key_value_heads", &m->num_kv_heads));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "head_dim", &m->head_dim));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "intermediate_size", &m->ffn));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "vocab_size", &m->vocab));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "max_position_embeddings", &m->max_positions));
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "norm", {"layernorm", "rmsnorm"}, &norm));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "norm_eps", &m->norm_eps));
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "mlp", {"gelu", "swiglu"}, &mlp));
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "positions", {"learned", "rope"}, &positions));
+  m->layer_norm = norm == "layernorm";
+  m->gated_mlp = mlp == "swiglu";
+  m->learned_positions = positions == "learned";
+  if (!m->learned_positions) PW_RETURN_IF_ERROR(rd.Positive(j, p, "rope_theta", &m->rope_theta));
+  PW_RETURN_IF_ERROR(rd.Bool(j, p, "tie_word_embeddings", &m->tied));
+  PW_RETURN_IF_ERROR(rd.Bool(j, p, "attention_bias", &m->attention_bias));
+  PW_RETURN_IF_ERROR(rd.Bool(j, p, "mlp_bias", &m->mlp_bias));
+  PW_RETURN_IF_ERROR(rd.Bool(j, p, "dropout", &m->dropout));
+  if (m->num_heads % m->num_kv_heads != 0)
+    return rd.Error("model.num_key_value_heads", std::to_string(m->num_kv_heads) + " does not divide num_attention_heads " +
+                                                     std::to_string(m->num_heads));
+  return Status::Ok();
+}
+
+// --- layers and training -----------------------------------------------------
+
+StatusOr<LayerKind> KindOfName(const Reader& rd, const std::string& path, const std::string& name) {
+  if (name == "embedding") return LayerKind::kEmbedding;
+  if (name == "head") return LayerKind::kHead;
+  if (name.rfind("block.", 0) == 0) return LayerKind::kBlock;
+  return rd.Error(path, "unknown layer '" + name + "' (embedding, block.N or head)");
+}
+
+ojson TrainingToJson(const PlanTraining& t) {
+  ojson j;
+  j["micro_batch_size"] = t.micro_batch_size;
+  j["seq_length"] = t.seq_length;
+  j["global_batch_size"] = t.global_batch_size;
+  j["microbatch_sizes"] = t.microbatch_sizes;
+  j["recompute"] = RecomputeName(t.recompute);
+  j["dtype"] = PrecisionName(t.precision);
+  j["optimizer"] = t.optimizer;
+  j["global_barrier"] = t.global_barrier;
+  j["clip_grad_norm"] = t.clip_grad_norm;
+  return j;
+}
+
+// Version 2: every field required. Version 1 (`legacy`): what the old writers
+// wrote, with their defaults (micro_batch_size repeated m times when
+// microbatch_sizes is absent, dtype fp32, or fp64 when dtype_bytes is 8).
+Status ParseTraining(const Reader& rd, const json& j, int m, bool legacy, PlanTraining* t) {
+  const std::string p = "training";
+  if (!j.is_object()) return rd.Error(p, "expected an object");
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "seq_length", &t->seq_length));
+  if (!legacy || j.contains("microbatch_sizes")) {
+    const json* v;
+    PW_RETURN_IF_ERROR(rd.Get(j, p, "microbatch_sizes", &v));
+    if (!v->is_array()) return rd.Error(p + ".microbatch_sizes", "expected an array of " + std::to_string(m) + " integers");
+    for (size_t i = 0; i < v->size(); ++i) {
+      int64_t rows = 0;
+      PW_RETURN_IF_ERROR(rd.Value((*v)[i], p + ".microbatch_sizes[" + std::to_string(i) + "]", &rows));
+      if (rows < 1) return rd.Error(p + ".microbatch_sizes[" + std::to_string(i) + "]", "must be >= 1");
+      t->microbatch_sizes.push_back(rows);
+    }
+  } else {
+    int64_t b = 0;
+    PW_RETURN_IF_ERROR(rd.Positive(j, p, "micro_batch_size", &b));
+    t->microbatch_sizes.assign(static_cast<size_t>(m), b);
+  }
+  if (static_cast<int>(t->microbatch_sizes.size()) != m)
+    return rd.Error(p + ".microbatch_sizes", "has " + std::to_string(t->microbatch_sizes.size()) +
+                                                 " entries, num_microbatches is " + std::to_string(m));
+  int64_t largest = 0, sum = 0;
+  for (int64_t rows : t->microbatch_sizes) {
+    largest = std::max(largest, rows);
+    sum += rows;
+  }
+  if (legacy) {
+    t->micro_batch_size = largest;
+    t->global_batch_size = sum;
+    std::string dtype = j.value("dtype", j.value("dtype_bytes", 4) == 8 ? "fp64" : "fp32");
+    auto prec = ParsePrecision(dtype);
+    if (!prec.ok()) return rd.Error(p + ".dtype", prec.status().message());
+    t->precision = *prec;
+    auto rc = ParseRecompute(j.value("recompute", "none"));
+    if (!rc.ok()) return rd.Error(p + ".recompute", rc.status().message());
+    t->recompute = *rc;
+    t->optimizer = j.value("optimizer", "adamw");
+    t->global_barrier = j.value("global_barrier", false);
+    t->clip_grad_norm = j.value("clip_grad_norm", 0.0);
+    return Status::Ok();
+  }
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "micro_batch_size", &t->micro_batch_size));
+  PW_RETURN_IF_ERROR(rd.Positive(j, p, "global_batch_size", &t->global_batch_size));
+  if (t->micro_batch_size != largest)
+    return rd.Error(p + ".micro_batch_size", std::to_string(t->micro_batch_size) +
+                                                 " is not the largest of microbatch_sizes (" + std::to_string(largest) + ")");
+  if (t->global_batch_size != sum)
+    return rd.Error(p + ".global_batch_size", std::to_string(t->global_batch_size) +
+                                                  " is not the sum of microbatch_sizes (" + std::to_string(sum) + ")");
+  std::string text;
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "recompute", {"none", "selective", "full"}, &text));
+  t->recompute = *ParseRecompute(text);
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "dtype", {"bf16", "fp32", "fp64"}, &text));
+  t->precision = *ParsePrecision(text);
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "optimizer", {"adamw"}, &t->optimizer));
+  PW_RETURN_IF_ERROR(rd.Bool(j, p, "global_barrier", &t->global_barrier));
+  PW_RETURN_IF_ERROR(rd.NonNegative(j, p, "clip_grad_norm", &t->clip_grad_norm));
+  if (t->clip_grad_norm > 0 && !t->global_barrier)
+    return rd.Error(p + ".global_barrier", "must be true when clip_grad_norm > 0 (clipping by the global norm is a barrier)");
+  return Status::Ok();
+}
+
+// The model sections of a plan: model, layers, training (each optional, but
+// layers need a model). Checks that the layer list is the model's and that
+// the stages cover it.
+Status ParseModelSections(const Reader& rd, const json& doc, int version, Plan* plan) {
+  const bool legacy = version == 1;
+  auto model = doc.find("model");
+  if (model != doc.end() && !model->is_null()) {
+    ModelConfig m;
+    if (legacy) {
+      // Version 1 held the HF config; the executor then supplied its byte
+      // vocabulary when vocab_size was missing.
+      json config = *model;
+      if (config.is_object() && !config.contains("vocab_size")) config["vocab_size"] = 256;
+      auto parsed = ParseModelConfig(config, rd.Error("model", "").message());
+      if (!parsed.ok()) return parsed.status();
+      m = *parsed;
+      m.raw = json();
+    } else {
+      PW_RETURN_IF_ERROR(ParseModel(rd, *model, &m));
+    }
+    plan->model = m;
+  }
+  auto layers = doc.find("layers");
+  if (layers != doc.end() && !layers->is_null()) {
+    if (!plan->model) return rd.Error("layers", "a layer list needs the model section");
+    if (!layers->is_array()) return rd.Error("layers", "expected an array");
+    const std::vector<PlanLayer> expected = PlanLayers(*plan->model);
+    if (layers->size() != expected.size())
+      return rd.Error("layers", "has " + std::to_string(layers->size()) + " entries, but the model has " +
+                                    std::to_string(expected.size()) + " layers (embedding, " +
+                                    std::to_string(plan->model->num_layers) + " blocks, head)");
+    for (size_t i = 0; i < layers->size(); ++i) {
+      const std::string path = "layers[" + std::to_string(i) + "]";
+      const json& l = (*layers)[i];
+      PlanLayer layer;
+      if (legacy) {
+        if (!l.is_string()) return rd.Error(path, "expected a layer name");
+        layer.name = l.get<std::string>();
+        PW_ASSIGN_OR_RETURN(layer.kind, KindOfName(rd, path, layer.name));
+        layer.params = expected[i].params;
+      } else {
+        std::string kind;
+        PW_RETURN_IF_ERROR(rd.String(l, path, "name", &layer.name));
+        PW_RETURN_IF_ERROR(rd.Choice(l, path, "kind", {"embedding", "block", "head"}, &kind));
+        PW_ASSIGN_OR_RETURN(layer.kind, KindOfName(rd, path + ".kind", kind == "block" ? "block." : kind));
+        PW_RETURN_IF_ERROR(rd.NonNegative(l, path, "params", &layer.params));
+      }
+      if (layer.name != expected[i].name || layer.kind != expected[i].kind)
+        return rd.Error(path, "is '" + layer.name + "', the model's layer " + std::to_string(i) + " is '" +
+                                  expected[i].name + "'");
+      if (layer.params != expected[i].params)
+        return rd.Error(path + ".params", std::to_string(layer.params) + " does not match the model section (" +
+                                              std::to_string(expected[i].params) +
+                                              " parameters): the model or the layer list was edited");
+      plan->layers.push_back(layer);
+    }
+  } else if (plan->model) {
+    plan->layers = PlanLayers(*plan->model);
+  }
+  if (!plan->layers.empty() && !plan->stages.empty() &&
+      plan->stages.back().layer_end != static_cast<int>(plan->layers.size()))
+    return rd.Error("stages[" + std::to_string(plan->stages.size() - 1) + "].layers",
+                    "the last stage ends at layer " + std::to_string(plan->stages.back().layer_end) +
+                        ", but the model has " + std::to_string(plan->layers.size()) + " layers");
+  auto training = doc.find("training");
+  if (training != doc.end() && !training->is_null()) {
+    PlanTraining t;
+    PW_RETURN_IF_ERROR(ParseTraining(rd, *training, plan->num_microbatches, legacy, &t));
+    plan->training = t;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
+  Reader rd(source);
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(source + ": not valid JSON (truncated or corrupt file?): " + e.what());
+  }
+  if (!doc.is_object()) return rd.Error("(top level)", "expected a JSON object");
+  Plan plan;
+  const json* v;
+  PW_RETURN_IF_ERROR(rd.Get(doc, "", "format", &v));
+  if (*v != kPlanFormat) return rd.Error("format", "expected \"pipewright-plan\", got " + Reader::Dump(*v));
+  int version = 0;
+  PW_RETURN_IF_ERROR(rd.Number(doc, "", "version", &version));
+  if (version != kPlanVersion && version != 1)
+    return rd.Error("version", "this pipewright reads versions 1 and " + std::to_string(kPlanVersion) +
+                                   ", the file is version " + std::to_string(version));
+  PW_RETURN_IF_ERROR(rd.String(doc, "", "schedule", &plan.schedule));
+  PW_RETURN_IF_ERROR(rd.Number(doc, "", "pp_size", &plan.pp_size));
+  if (version >= 2) PW_RETURN_IF_ERROR(rd.Number(doc, "", "dp_size", &plan.dp_size));
+  PW_RETURN_IF_ERROR(rd.Number(doc, "", "num_stages", &plan.num_stages));
+  PW_RETURN_IF_ERROR(rd.Number(doc, "", "num_microbatches", &plan.num_microbatches));
+  if (plan.pp_size < 1) return rd.Error("pp_size", "must be >= 1");
+  if (plan.dp_size < 1) return rd.Error("dp_size", "must be >= 1");
+  if (plan.num_stages < 1) return rd.Error("num_stages", "must be >= 1");
+  if (plan.num_microbatches < 1) return rd.Error("num_microbatches", "must be >= 1");
+  PW_RETURN_IF_ERROR(rd.Get(doc, "", "stage_to_rank", &v));
+  if (!v->is_array()) return rd.Error("stage_to_rank", "expected an array");
+  if (static_cast<int64_t>(v->size()) != plan.num_stages)
+    return rd.Error("stage_to_rank", "has " + std::to_string(v->size()) + " entries, num_stages is " +
+                                         std::to_string(plan.num_stages));
+  for (size_t i = 0; i < v->size(); ++i) {
+    int r = 0;
+    PW_RETURN_IF_ERROR(rd.Value((*v)[i], "stage_to_rank[" + std::to_string(i) + "]", &r));
+    plan.stage_to_rank.push_back(r);
+  }
+  PW_RETURN_IF_ERROR(rd.Get(doc, "", "stages", &v));
+  if (!v->is_array() || static_cast<int64_t>(v->size()) != plan.num_stages)
+    return rd.Error("stages", "expected an array of num_stages = " + std::to_string(plan.num_stages) + " objects");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& js = (*v)[i];
+    std::string path = "stages[" + std::to_string(i) + "]";
+    PlanStage st;
+    PW_RETURN_IF_ERROR(rd.Number(js, path, "index", &st.index));
+    PW_RETURN_IF_ERROR(rd.Number(js, path, "rank", &st.rank));
+    if (st.index != static_cast<int>(i)) return rd.Error(path + ".index", "expected " + std::to_string(i));
+    if (st.rank != plan.stage_to_rank[i])
+      return rd.Error(path + ".rank", "is " + std::to_string(st.rank) + " but stage_to_rank says " +
+                                          std::to_string(plan.stage_to_rank[i]));
+    const json* layers;
+    PW_RETURN_IF_ERROR(rd.Get(js, path, "layers", &layers));
+    if (!layers->is_array() || layers->size() != 2) return rd.Error(path + ".layers", "expected [first, last)");
+    PW_RETURN_IF_ERROR(rd.Value((*layers)[0], path + ".layers[0]", &st.layer_begin));
+    PW_RETURN_IF_ERROR(rd.Value((*layers)[1], path + ".layers[1]", &st.layer_end));
+    if (st.layer_end <= st.layer_begin) return rd.Error(path + ".layers", "a stage may not be empty");
+    if (i > 0 && st.layer_begin != plan.stages.back().layer_end)
+      return rd.Error(path + ".layers", "must start at " + std::to_string(plan.stages.back().layer_end) +
+                                            " where stage " + std::to_string(i - 1) + " ends");
+    if (i == 0 && st.layer_begin != 0) return rd.Error(path + ".layers", "the first stage must start at layer 0");
+    const json* cost;
+    PW_RETURN_IF_ERROR(rd.Get(js, path, "cost_s", &cost));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "F", &st.cost.f));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "I", &st.cost.i));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "W", &st.cost.w));
+    st.cost.b = -1;
+    if (cost->contains("B")) PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "B", &st.cost.b));
+    const json* mem;
+    std::string mpath = path + ".memory_bytes";
+    PW_RETURN_IF_ERROR(rd.Get(js, path, "memory_bytes", &mem));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "static", &st.memory.static_bytes));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "activation", &st.memory.activation));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "wstash", &st.memory.wstash));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "send_forward", &st.memory.send_forward));
+    PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "send_backward", &st.memory.send_backward));
+    plan.stages.push_back(st);
+  }
+  PW_RETURN_IF_ERROR(rd.Get(doc, "", "comm", &v));
+  PW_RETURN_IF_ERROR(rd.NonNegative(*v, "comm", "latency_s", &plan.comm.latency_s));
+  PW_RETURN_IF_ERROR(rd.NonNegative(*v, "comm", "bandwidth_bytes_per_s", &plan.comm.bandwidth_bytes_per_s));
+  PW_RETURN_IF_ERROR(rd.Get(doc, "", "memory_limit_bytes", &v));
+  if (!v->is_null()) {
+    int64_t limit = 0;
+    PW_RETURN_IF_ERROR(rd.Value(*v, "memory_limit_bytes", &limit));
+    plan.memory_limit_bytes = limit;
+  }
+  PW_RETURN_IF_ERROR(rd.Get(doc, "", "ranks", &v));
+  if (!v->is_array() || static_cast<int64_t>(v->size()) != plan.pp_size)
+    return rd.Error("ranks", "expected an array of pp_size = " + std::to_string(plan.pp_size) + " objects");
+  for (size_t r = 0; r < v->size(); ++r) {
+    std::string path = "ranks[" + std::to_string(r) + "]";
+    int rank = -1;
+    PW_RETURN_IF_ERROR(rd.Number((*v)[r], path, "rank", &rank));
+    if (rank != static_cast<int>(r)) return rd.Error(path + ".rank", "expected " + std::to_string(r));
+    const json* actions;
+    PW_RETURN_IF_ERROR(rd.Get((*v)[r], path, "actions", &actions));
+    if (!actions->is_array()) return rd.Error(path + ".actions", "expected an array of action strings");
+    std::vector<Action> list;
+    list.reserve(actions->size());
+    for (size_t i = 0; i < actions->size(); ++i) {
+      std::string apath = path + ".actions[" + std::to_string(i) + "]";
+      if (!(*actions)[i].is_string()) return rd.Error(apath, "expected a string");
+      auto a = ParseAction((*actions)[i].get<std::string>());
+      if (!a.ok()) return rd.Error(apath, a.status().message());
+      list.push_back(*a);
+    }
+    plan.ranks.push_back(std::move(list));
+  }
+  PW_RETURN_IF_ERROR(rd.Get(doc, "", "predicted", &v));
+  PW_RETURN_IF_ERROR(rd.Number(*v, "predicted", "makespan_s", &plan.predicted.makespan_s));
+  PW_RETURN_IF_ERROR(rd.Number(*v, "predicted", "steady_step_s", &plan.predicted.steady_step_s));
+  PW_RETURN_IF_ERROR(rd.Number(*v, "predicted", "bubble_ratio", &plan.predicted.bubble_ratio));
+  const json* per_rank;
+  PW_RETURN_IF_ERROR(rd.Get(*v, "predicted", "per_rank", &per_rank));
+  if (!per_rank->is_array()) return rd.Error("predicted.per_rank", "expected an array");
+  for (size_t r = 0; r < per_rank->size(); ++r) {
+    std::string path = "predicted.per_rank[" + std::to_string(r) + "]";
+    PlanRankPrediction pr;
+    PW_RETURN_IF_ERROR(rd.Number((*per_rank)[r], path, "rank", &pr.rank));
+    PW_RETURN_IF_ERROR(rd.Number((*per_rank)[r], path, "busy_s", &pr.busy_s));
+    PW_RETURN_IF_ERROR(rd.Number((*per_rank)[r], path, "peak_memory_bytes", &pr.peak_memory_bytes));
+    plan.predicted.per_rank.push_back(pr);
+  }
+  PW_RETURN_IF_ERROR(ParseModelSections(rd, doc, version, &plan));
+  auto planner = doc.find("planner");
+  if (planner != doc.end()) plan.planner = *planner;
+  for (auto it = doc.begin(); it != doc.end(); ++it)
+    if (!IsKnown(it.key())) plan.extra[it.key()] = it.value();
+  Status shape = CheckProgramShape(PlanProgram(plan));
+  if (!shape.ok()) return rd.Error("ranks", shape.message());
+  return plan;
+}
+
+StatusOr<Plan> ReadPlanFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot open plan file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParsePlan(ss.str(), path);
+}
+
+std::string PlanToJson(const Plan& plan) {
+  // ordered_json keeps insertion order: docs/PLAN_FORMAT.md's order, then
+  // "planner", then the extra fields sorted by key.
+  ojson doc;
+  doc["format"] = kPlanFormat;
+  doc["version"] = kPlanVersion;
+  doc["schedule"] = plan.schedule;
+  doc["pp_size"] = plan.pp_size;
+  doc["dp_size"] = plan.dp_size;
+  doc["num_stages"] = plan.num_stages;
+  doc["num_microbatches"] = plan.num_microbatches;
+  doc["stage_to_rank"] = plan.stage_to_rank;
+  if (plan.model) doc["model"] = ModelToJson(*plan.model);
+  if (!plan.layers.empty()) {
+    doc["layers"] = ojson::array();
+    for (const PlanLayer& l : plan.layers)
+      doc["layers"].push_back(ojson{{"name", l.name}, {"kind", LayerKindName(l.kind)}, {"params", l.params}});
+  }
+  if (plan.training) doc["training"] = TrainingToJson(*plan.training);
+  doc["stages"] = ojson::array();
+  for (const PlanStage& s : plan.stages) {
+    ojson js;
+    js["index"] = s.index;
+    js["rank"] = s.rank;
+    js["layers"] = {s.layer_begin, s.layer_end};
+    js["cost_s"]["F"] = s.cost.f;
+    js["cost_s"]["I"] = s.cost.i;
+    js["cost_s"]["W"] = s.cost.w;
+    if (s.cost.b >= 0) js["cost_s"]["B"] = s.cost.b;
+    js["memory_bytes"]["static"] = s.memory.static_bytes;
+    js["memory_bytes"]["activation"] = s.memory.activation;
+    js["memory_bytes"]["wstash"] = s.memory.wstash;
+    js["memory_bytes"]["send_forward"] = s.memory.send_forward;
+    js["memory_bytes"]["send_backward"] = s.memory.send_backward;
+    doc["stages"].push_back(js);
+  }
+  doc["comm"]["latency_s"] = plan.comm.latency_s;
+  doc["comm"]["bandwidth_bytes_per_s"] = plan.comm.bandwidth_bytes_per_s;
+  if (plan.memory_limit_bytes) doc["memory_limit_bytes"] = *plan.memory_limit_bytes;
+  else doc["memory_limit_bytes"] = nullptr;
+  doc["ranks"] = ojson::array();
+  for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
+    ojson jr;
+    jr["rank"] = r;
+    jr["actions"] = ojson::array();
+    for (const Action& a : plan.ranks[r]) jr["actions"].push_back(a.ToString());
+    doc["ranks"].push_back(jr);
+  }
+  doc["predicted"]["makespan_s"] = plan.predicted.makespan_s;
+  doc["predicted"]["steady_step_s"] = plan.predicted.steady_step_s;
+  doc["predicted"]["bubble_ratio"] = plan.predicted.bubble_ratio;
+  doc["predicted"]["per_rank"] = ojson::array();
+  for (const PlanRankPrediction& pr : plan.predicted.per_rank) {
+    ojson j;
+    j["rank"] = pr.rank;
+    j["busy_s"] = pr.busy_s;
+    j["peak_memory_bytes"] = pr.peak_memory_bytes;
+    doc["predicted"]["per_rank"].push_back(j);
+  }
+  if (!plan.planner.is_null()) doc["planner"] = ojson::parse(plan.planner.dump());
+  // plan.extra is an (ordered-by-key) nlohmann::json object.
+  for (auto it = plan.extra.begin(); it != plan.extra.end(); ++it)
+    doc[it.key()] = ojson::parse(it.value().dump());
+  std::string text = doc.dump(2);
+  text += "\n";
+  return text;
+}
+
+}  // namespace pw
