@@ -67,6 +67,7 @@ struct Engine::Impl {
   CheckedPlan checked;
   std::unique_ptr<TorchStageBackend> backend;
   std::vector<std::pair<std::string, torch::Tensor>> named_params;
+  std::vector<StageParameterBytes> stage_parameters;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   int step = 0;
 };
@@ -137,10 +138,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   }
   std::vector<torch::Tensor> params;
   for (auto& [index, module] : stages) {
+    StageParameterBytes counted{index, 0, 0};
     for (auto& [name, p] : module->NamedParameters()) {
       impl->named_params.emplace_back(name, p);
       params.push_back(p);
+      counted.numel += p.numel();
+      counted.bytes += p.numel() * static_cast<int64_t>(p.element_size());
     }
+    impl->stage_parameters.push_back(counted);
   }
   impl->optimizer = std::make_unique<torch::optim::AdamW>(MakeOptimizer(params, options));
   impl->backend = std::make_unique<TorchStageBackend>(impl->program, comm.rank(), checked.model, checked.training,
@@ -216,6 +221,8 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   ++m.step;
   return r;
 }
+
+std::vector<StageParameterBytes> Engine::StageParameters() const { return impl_->stage_parameters; }
 
 std::vector<NamedValues> Engine::Parameters() const {
   std::vector<NamedValues> out;

@@ -77,6 +77,13 @@ struct StashReport {
   int64_t predicted_bytes = 0;  // plan stages[].memory_bytes.wstash
 };
 
+// The parameters one stage of this rank holds, counted from its tensors.
+struct StageParameterBytes {
+  int stage = 0;
+  int64_t numel = 0;  // elements of every parameter tensor of the stage
+  int64_t bytes = 0;  // numel x element size (4 for float32, 8 for float64)
+};
+
 class Engine {
  public:
   // Collective over `comm`. Agrees on the plan hash with every rank
@@ -100,6 +107,8 @@ class Engine {
   std::vector<NamedValues> Parameters() const;
   std::vector<NamedValues> Gradients() const;
   std::vector<StashReport> Stash() const;
+  // This rank's stages, in stage order, with their parameter counts.
+  std::vector<StageParameterBytes> StageParameters() const;
   // Autograd graphs of the last step still alive after it (0 when sound).
   int LiveGraphsAfterStep() const;
   // Sent message tensors this rank still holds (sends whose completion was
