@@ -32,7 +32,7 @@ PY
 "$pw" plan --profile "$work/profile.json" --pp 2 --num-microbatches 4 --micro-batch-size 2 --seq-length 16 \
   --schedule 1f1b,zb-h1 --no-min-pp -o "$work/plan.json" > "$work/plan.txt" || fail "plan --profile: $(cat "$work/plan.txt")"
 grep -q '^chosen: ' "$work/plan.txt" || fail "no chosen plan"
-grep -q '"n_embd": 32' "$work/plan.json" || fail "plan lacks the profiled model"
+grep -q '"hidden_size": 32' "$work/plan.json" || fail "plan lacks the profiled model (typed model section)"
 # The profile measured float32: its plan says fp32 (the executor refuses bf16 plans).
 grep -q '"dtype": "fp32"' "$work/plan.json" || fail "plan --profile does not record dtype fp32"
 
