@@ -7,7 +7,7 @@
 # bound to its own core (2-core machine), CPU float32.
 #
 # Usage: bench/measured_vs_simulated.sh [build-dir] [out-dir]
-#   build-dir  default ./build (needs launch/pipewright and bench/pipeline_bench)
+#   build-dir  default ./build (needs launch/pipewright, launch/pipewright-exec and bench/pipeline_bench)
 #   out-dir    default a fresh temp dir; the Markdown report is out-dir/report.md
 # Environment: PW_BENCH_STEPS (timed steps per plan, default 10),
 #   PW_BENCH_WARMUP (untimed steps first, default 3), PW_BENCH_MICRO_BATCH (b, default 4),
@@ -25,7 +25,7 @@ b=${PW_BENCH_MICRO_BATCH:-4}
 schedules=${PW_BENCH_SCHEDULES:-"gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v zb-auto"}
 pw=$build/launch/pipewright
 bench=$build/bench/pipeline_bench
-for exe in "$pw" "$bench"; do
+for exe in "$pw" "$build/launch/pipewright-exec" "$bench"; do
   [[ -x $exe ]] || { echo "measured_vs_simulated.sh: $exe not found; build it first" >&2; exit 2; }
 done
 mkdir -p "$out"

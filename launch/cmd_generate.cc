@@ -48,7 +48,7 @@ Status RunGenerate(const GenerateOptions& o) {
 
 void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "sample text from a model trained by `pipewright run --save`");
+  CLI::App* cmd = app.add_subcommand("generate", kGenerateDescription);
   cmd->add_option("--plan", o->plan_path, "the plan the model was trained with")->required();
   cmd->add_option("--checkpoint", o->checkpoint_dir, "directory given to `run --save`")->required();
   cmd->add_option("--prompt", o->sample.prompt, "text to continue");

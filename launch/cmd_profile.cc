@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "executor/agree.h"
+#include "executor/communicator_factory.h"
 #include "executor/launch_env.h"
 #include "executor/mpi_communicator.h"
 #include "executor/profile.h"
@@ -78,10 +79,14 @@ Status RunProfile(const ProfileCommandOptions& c) {
   PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
   PW_ASSIGN_OR_RETURN(nlohmann::json model, ReadJsonFile(path));
   std::unique_ptr<exec::MpiEnvironment> mpi;
-  std::unique_ptr<exec::MpiCommunicator> comm;
+  std::unique_ptr<exec::CommunicatorHandle> handle;  // destroyed before `mpi`
+  exec::Communicator* comm = nullptr;
   if (env.world_size > 1) {
     PW_ASSIGN_OR_RETURN(mpi, exec::MpiEnvironment::Init(nullptr, nullptr));
-    PW_ASSIGN_OR_RETURN(comm, exec::MpiCommunicator::Create());
+    exec::CommunicatorSpec spec;
+    spec.kind = "mpi";
+    PW_ASSIGN_OR_RETURN(handle, exec::MakeCommunicator(spec));
+    comm = &handle->comm();
   }
   const bool printer = !comm || comm->rank() == 0;
   Profile profile;
@@ -111,7 +116,7 @@ Status RunProfile(const ProfileCommandOptions& c) {
     lo.threads = c.threads;
     lo.double_precision = c.dtype == "float64";
     lo.seed = c.seed;
-    if (together) lo.comm = comm.get();
+    if (together) lo.comm = comm;
     result = [&]() -> Status {
       StatusOr<exec::LayerMeasurements> measured = exec::MeasureLayers(lo, printer ? stdout : nullptr);
       if (!measured.ok()) {
@@ -162,8 +167,7 @@ Status RunProfile(const ProfileCommandOptions& c) {
 
 void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<ProfileCommandOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "profile", "measure layer F/I/W/B times and bytes (and P2P under mpirun -np 2); fit and write a profile");
+  CLI::App* cmd = app.add_subcommand("profile", kProfileDescription);
   cmd->add_option("--model-config", o->model_config, "GPT config.json (n_layer, n_embd, n_head, n_positions, ...)")
       ->required();
   cmd->add_option("--micro-batch-sizes", o->micro_batch_sizes, "micro-batch sizes to measure")

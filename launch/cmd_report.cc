@@ -5,12 +5,12 @@
 #include <cstdio>
 
 #include "launch/commands.h"
-#include "launch/viz/report.h"
 #include "models/spec/device.h"
 #include "models/spec/model_config.h"
-#include "planner/planner.h"
 #include "plan/plan.h"
+#include "planner/planner.h"
 #include "schedules/registry.h"
+#include "viz/report.h"
 
 namespace pw::cli {
 

@@ -5,12 +5,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "executor/communicator_factory.h"
 #include "executor/launch_env.h"
 #include "executor/mpi_communicator.h"
-#ifdef PW_HAVE_NCCL
-#include "executor/nccl_communicator.h"
-#endif
-#include "executor/tcp_communicator.h"
 #include "executor/train.h"
 #include "executor/watchdog.h"
 #include "launch/commands.h"
@@ -40,11 +37,7 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
   if (Status st = exec::ValidateRunOptions(options); !st.ok()) return Fail(ctx, "run", st);
   if (comm_kind == "nccl" && options.device != "cuda")
     return Fail(ctx, "run", Status::InvalidArgument("--comm nccl needs --device cuda (NCCL moves GPU buffers)"));
-#ifndef PW_HAVE_NCCL
-  if (comm_kind == "nccl")
-    return Fail(ctx, "run", Status::InvalidArgument("--comm nccl: this pipewright was built without NCCL "
-                                                    "(CUDA toolkit or NCCL not found at configure time)"));
-#endif
+  if (Status st = exec::CheckCommunicatorKind(comm_kind, "--comm"); !st.ok()) return Fail(ctx, "run", st);
   StatusOr<exec::LaunchEnv> launch = exec::ReadLaunchEnv();
   if (!launch.ok()) return Fail(ctx, "run", launch.status());
   options.local_rank = launch->local_rank;
@@ -54,18 +47,22 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
     return Fail(ctx, "run", Status::InvalidArgument("--comm nccl: under torchrun the ranks connect over TCP, "
                                                     "with no MPI to bootstrap NCCL; launch with launch/mpirun.sh "
                                                     "or launch/srun.sh"));
+  exec::CommunicatorSpec spec;
+  spec.kind = comm_kind;
+  spec.watchdog_s = watchdog_s;
+  spec.local_rank = launch->local_rank;
   if (launch->launcher == "torchrun") {
     // torchrun starts processes without MPI: a full mesh of TCP sockets,
     // rendezvous on MASTER_ADDR:MASTER_PORT (what torchrun sets).
-    exec::TcpOptions tcp;
-    if (const char* addr = std::getenv("MASTER_ADDR")) tcp.master_addr = addr;
-    if (const char* port = std::getenv("MASTER_PORT")) tcp.master_port = std::atoi(port);
-    tcp.watchdog_s = watchdog_s;
+    spec.kind = "tcp";
+    spec.rank = launch->rank;
+    spec.world_size = launch->world_size;
+    if (const char* addr = std::getenv("MASTER_ADDR")) spec.tcp.master_addr = addr;
+    if (const char* port = std::getenv("MASTER_PORT")) spec.tcp.master_port = std::atoi(port);
     exec::InstallTerminationReport(&board, launch->rank);
-    StatusOr<std::unique_ptr<exec::TcpCommunicator>> comm =
-        exec::TcpCommunicator::Create(launch->rank, launch->world_size, tcp);
+    StatusOr<std::unique_ptr<exec::CommunicatorHandle>> comm = exec::MakeCommunicator(spec);
     if (!comm.ok()) return Fail(ctx, "run", comm.status());
-    Status result = exec::RunTraining(options, **comm, stdout).status();
+    Status result = exec::RunTraining(options, (*comm)->comm(), stdout).status();
     if (!result.ok()) Fail(ctx, "run", result);
     std::fflush(stdout);
     return;  // a failed rank's peers see its sockets close and fail too
@@ -81,33 +78,16 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
   exec::InstallTerminationReport(&board, (*env)->world_rank());
   Status result;
   {
-    StatusOr<std::unique_ptr<exec::MpiCommunicator>> comm = exec::MpiCommunicator::Create();
-    if (!comm.ok()) return Fail(ctx, "run", comm.status());
-    (*comm)->SetWatchdog(watchdog_s);
-#ifdef PW_HAVE_NCCL
-    if (comm_kind == "nccl") {
-      // Bootstrapped through MPI (rank 0's ncclUniqueId, all-gathered); one
-      // GPU per rank (NCCL refuses two ranks on one GPU). Compute runs on
-      // LibTorch's default stream (nullptr = the legacy default stream).
-      options.device_messages = true;
-      StatusOr<std::unique_ptr<exec::NcclCommunicator>> nccl =
-          exec::CudaDeviceAvailable()
-              ? exec::NcclCommunicator::Create(
-                    **comm, exec::DeviceForRank(launch->local_rank, exec::CudaDeviceCount()), nullptr)
-              : StatusOr<std::unique_ptr<exec::NcclCommunicator>>(
-                    Status::InvalidArgument("--comm nccl: no CUDA device visible"));
-      if (!nccl.ok()) {
-        result = nccl.status();
-      } else {
-        result = exec::RunTraining(options, **nccl, stdout).status();
-        if (result.ok()) result = (*nccl)->Synchronize();
-      }
+    // mpi, or nccl bootstrapped through MPI (rank 0's ncclUniqueId,
+    // all-gathered; one GPU per rank).
+    StatusOr<std::unique_ptr<exec::CommunicatorHandle>> comm = exec::MakeCommunicator(spec);
+    if (!comm.ok()) {
+      result = comm.status();
     } else {
-      result = exec::RunTraining(options, **comm, stdout).status();
+      options.device_messages = (*comm)->device_messages();
+      result = exec::RunTraining(options, (*comm)->comm(), stdout).status();
+      if (result.ok()) result = (*comm)->Finish();
     }
-#else
-    result = exec::RunTraining(options, **comm, stdout).status();
-#endif
   }
   if (result.ok()) return;
   Fail(ctx, "run", result);
@@ -124,7 +104,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   auto dtype = std::make_shared<std::string>("float32");
   auto watchdog_s = std::make_shared<double>(300.0);
   auto comm_kind = std::make_shared<std::string>("mpi");
-  CLI::App* cmd = app.add_subcommand("run", "train by replaying a plan (launch with mpirun -np <pp_size>)");
+  CLI::App* cmd = app.add_subcommand("run", kRunDescription);
   cmd->add_option("--plan", options->plan_path, "plan file (PLAN_FORMAT.md) with model and training fields")
       ->required();
   cmd->add_option("--data", options->data_path, "training text file (bytes are tokens)")->required();

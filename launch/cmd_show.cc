@@ -10,13 +10,13 @@
 
 #include "launch/commands.h"
 #include "launch/summary.h"
-#include "launch/viz/ascii_timeline.h"
-#include "launch/viz/chrome_trace.h"
-#include "launch/viz/diff.h"
-#include "launch/viz/html_page.h"
-#include "launch/viz/load.h"
-#include "launch/viz/svg_timeline.h"
 #include "plan/plan.h"
+#include "viz/ascii_timeline.h"
+#include "viz/chrome_trace.h"
+#include "viz/diff.h"
+#include "viz/html_page.h"
+#include "viz/load.h"
+#include "viz/svg_timeline.h"
 
 namespace pw::cli {
 

@@ -19,7 +19,8 @@ schedule=${PW_DEMO_SCHEDULE:-auto}
 steps=${PW_DEMO_STEPS:-120}
 micro_batch=${PW_DEMO_MICRO_BATCH:-2}
 pipewright=$build/launch/pipewright
-for exe in "$pipewright"; do
+# `pipewright run` and `generate` start pipewright-exec from the same directory.
+for exe in "$pipewright" "$build/launch/pipewright-exec"; do
   [[ -x $exe ]] || { echo "demo.sh: $exe not found; build first (cmake -B $build && cmake --build $build)" >&2; exit 2; }
 done
 command -v mpirun > /dev/null || { echo "demo.sh: mpirun not found (apt-get install openmpi-bin)" >&2; exit 2; }

@@ -64,7 +64,7 @@ if (( major > 2 || (major == 2 && minor >= 10) )); then cmake_args+=(-DCMAKE_CXX
 cmake -U 'PW_NCCL_*' -S "$repo" -B "$build" "${cmake_args[@]}" > "$work/cmake.log" 2>&1 \
   || { tail -30 "$work/cmake.log"; echo "FAIL: cmake (log above)"; exit 1; }
 grep -E "NCCL communicator|Torch|CUDA" "$work/cmake.log" | head -5
-targets=(pipewright)
+targets=(pipewright pipewright-exec)
 grep -q "NCCL communicator enabled" "$work/cmake.log" && [[ $torch_abi != 0 ]] && targets+=(nccl_test)
 timeout 240 cmake --build "$build" -j "$jobs" --target "${targets[@]}" > "$work/build.log" 2>&1 \
   || { grep -E "error|Error" "$work/build.log" | head -30; echo "FAIL: build (log: $work/build.log)"; exit 1; }

@@ -6,9 +6,9 @@
 //
 // Header only: names and rules, no code, so any target (the executor
 // included) can emit it without linking the views. The one writer is
-// schedules/trace_writer.h (used by launch/viz/chrome_trace.h for simulated
+// schedules/trace_writer.h (used by viz/chrome_trace.h for simulated
 // timelines and executor/measured_trace.h for measured steps); the reader is
-// launch/viz/trace_reader.h.
+// viz/trace_reader.h.
 //
 // File: a JSON object
 //   {"displayTimeUnit": "ms",

@@ -1,7 +1,7 @@
 // The one writer of the pipewright trace format (schedules/trace_format.h):
 // per-rank action spans (seconds) + header fields -> the trace JSON (µs).
 // Torch-free, in the bottom layer, so that both callers use it:
-//  - launch/viz/chrome_trace.h   simulated (or loaded) timelines,
+//  - viz/chrome_trace.h   simulated (or loaded) timelines,
 //                                `pipewright show PLAN --format trace`;
 //  - executor/measured_trace.h   the measured step of `pipewright run --trace`.
 // Every name, category, tid, flow id, unit and rounding rule lives here, so a
@@ -84,7 +84,7 @@ double TraceMicros(double seconds);
 // one counter event per memory sample. Uses header.num_stages,
 // num_microbatches and stage_to_rank for flow ids and peer ranks (a peer
 // stage outside stage_to_rank gets no args.peer_rank). Errors: none; input
-// is written as given (the reader, launch/viz/trace_reader.h, rejects
+// is written as given (the reader, viz/trace_reader.h, rejects
 // out-of-range ranks or actions that do not form the plan's lists).
 nlohmann::ordered_json TraceRankEvents(const TraceHeader& header, const TraceRank& rank);
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "launch/viz/ascii_timeline.h"
 #include "tests/viz/viz_util.h"
+#include "viz/ascii_timeline.h"
 
 namespace pw::viz::testing {
 namespace {

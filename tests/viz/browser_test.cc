@@ -13,10 +13,10 @@
 #include <fstream>
 #include <set>
 
-#include "launch/viz/html_page.h"
-#include "launch/viz/svg_timeline.h"
 #include "tests/viz/png_reader.h"
 #include "tests/viz/viz_util.h"
+#include "viz/html_page.h"
+#include "viz/svg_timeline.h"
 
 namespace pw::viz::testing {
 namespace {

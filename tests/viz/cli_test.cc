@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "launch/viz/load.h"
 #include "plan/plan.h"
 #include "tests/viz/viz_util.h"
+#include "viz/load.h"
 
 #ifndef PW_CLI_PATH
 #error "PW_CLI_PATH (the pipewright binary) must be defined by the build"

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "launch/viz/report.h"
 #include "schedules/registry.h"
+#include "viz/report.h"
 
 namespace pw::viz {
 namespace {

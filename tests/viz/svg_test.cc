@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "launch/viz/ascii_timeline.h"
-#include "launch/viz/html_page.h"
-#include "launch/viz/svg_timeline.h"
 #include "tests/viz/viz_util.h"
+#include "viz/ascii_timeline.h"
+#include "viz/html_page.h"
+#include "viz/svg_timeline.h"
 
 namespace pw::viz::testing {
 namespace {

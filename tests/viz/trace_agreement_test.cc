@@ -1,5 +1,5 @@
 // The simulated trace (`pipewright show PLAN --format trace`,
-// launch/viz/chrome_trace.h) and the measured one (`pipewright run --trace`,
+// viz/chrome_trace.h) and the measured one (`pipewright run --trace`,
 // executor/measured_trace.h) go through one writer: fed the same spans, they
 // write the same events and headers, and the reader gets the same timeline
 // back from both. Differences allowed by design: otherData.kind and title, and
@@ -15,10 +15,10 @@
 
 #include "executor/loopback_communicator.h"
 #include "executor/measured_trace.h"
-#include "launch/viz/chrome_trace.h"
-#include "launch/viz/trace_reader.h"
 #include "schedules/trace_format.h"
 #include "tests/viz/viz_util.h"
+#include "viz/chrome_trace.h"
+#include "viz/trace_reader.h"
 
 namespace pw::viz::testing {
 namespace {

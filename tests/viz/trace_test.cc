@@ -6,13 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launch/viz/chrome_trace.h"
-#include "launch/viz/diff.h"
-#include "launch/viz/html_page.h"
-#include "launch/viz/load.h"
-#include "launch/viz/trace_reader.h"
 #include "schedules/trace_format.h"
 #include "tests/viz/viz_util.h"
+#include "viz/chrome_trace.h"
+#include "viz/diff.h"
+#include "viz/html_page.h"
+#include "viz/load.h"
+#include "viz/trace_reader.h"
 
 namespace pw::viz::testing {
 namespace {

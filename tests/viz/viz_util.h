@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "launch/viz/timeline.h"
 #include "plan/plan.h"
 #include "tests/testing/schedule_util.h"
+#include "viz/timeline.h"
 
 namespace pw::viz::testing {
 

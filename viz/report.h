@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/viz/diff.h"
+#include "viz/diff.h"
 #include "base/status.h"
 
 namespace pw::viz {

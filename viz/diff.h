@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/viz/timeline.h"
+#include "viz/timeline.h"
 #include "base/status.h"
 
 namespace pw::viz {

@@ -1,4 +1,4 @@
-#include "launch/viz/ascii_timeline.h"
+#include "viz/ascii_timeline.h"
 
 #include <algorithm>
 #include <cctype>

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "launch/viz/timeline.h"
+#include "viz/timeline.h"
 #include "base/status.h"
 
 namespace pw::viz {

@@ -1,4 +1,4 @@
-#include "launch/viz/svg_timeline.h"
+#include "viz/svg_timeline.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "launch/viz/timeline.h"
+#include "viz/timeline.h"
 
 #include "schedules/simulate.h"
 

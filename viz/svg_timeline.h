@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "launch/viz/timeline.h"
+#include "viz/timeline.h"
 
 namespace pw::viz {
 

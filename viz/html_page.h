@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "launch/viz/diff.h"
-#include "launch/viz/svg_timeline.h"
-#include "launch/viz/timeline.h"
+#include "viz/diff.h"
+#include "viz/svg_timeline.h"
+#include "viz/timeline.h"
 
 namespace pw::viz {
 

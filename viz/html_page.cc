@@ -1,4 +1,4 @@
-#include "launch/viz/html_page.h"
+#include "viz/html_page.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <map>
 
-#include "launch/viz/chart.h"
-#include "launch/viz/load.h"
-#include "launch/viz/report.h"
-#include "launch/viz/trace_reader.h"
+#include "viz/chart.h"
+#include "viz/load.h"
+#include "viz/report.h"
+#include "viz/trace_reader.h"
 #include "plan/plan.h"
 
 namespace pw::viz {

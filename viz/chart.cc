@@ -1,9 +1,9 @@
-#include "launch/viz/chart.h"
+#include "viz/chart.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "launch/viz/timeline.h"
+#include "viz/timeline.h"
 
 namespace pw::viz {
 

@@ -1,10 +1,10 @@
-#include "launch/viz/load.h"
+#include "viz/load.h"
 
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-#include "launch/viz/trace_reader.h"
+#include "viz/trace_reader.h"
 #include "schedules/pipeline.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"

@@ -1,4 +1,4 @@
-#include "launch/viz/diff.h"
+#include "viz/diff.h"
 
 #include <algorithm>
 #include <cmath>

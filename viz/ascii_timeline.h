@@ -24,7 +24,7 @@
 
 #include <string>
 
-#include "launch/viz/timeline.h"
+#include "viz/timeline.h"
 
 namespace pw::viz {
 

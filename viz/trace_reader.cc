@@ -1,4 +1,4 @@
-#include "launch/viz/trace_reader.h"
+#include "viz/trace_reader.h"
 
 #include <algorithm>
 #include <fstream>

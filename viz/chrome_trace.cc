@@ -1,4 +1,4 @@
-#include "launch/viz/chrome_trace.h"
+#include "viz/chrome_trace.h"
 
 #include <algorithm>
 

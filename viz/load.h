@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/viz/timeline.h"
+#include "viz/timeline.h"
 #include "base/costs.h"
 #include "plan/plan.h"
 #include "base/status.h"

@@ -1,4 +1,4 @@
-#include "launch/viz/report.h"
+#include "viz/report.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 #include <cstring>
 #include <numeric>
 
-#include "launch/viz/chart.h"
-#include "launch/viz/load.h"
-#include "launch/viz/trace_reader.h"
+#include "viz/chart.h"
+#include "viz/load.h"
+#include "viz/trace_reader.h"
 #include "schedules/pipeline.h"
 #include "schedules/lower.h"
 #include "plan/plan.h"
