@@ -1,5 +1,5 @@
 // Per-stage costs and message model: what the simulator and the cost-aware
-// generators need to know about a model split into stages (PLAN_FORMAT.md,
+// generators need to know about a model split into stages (docs/PLAN_FORMAT.md,
 // `stages[].cost_s`, `stages[].memory_bytes`, `comm`).
 #pragma once
 
@@ -17,7 +17,7 @@ struct StageCost {
   double B() const { return b >= 0 ? b : i + w; }
 };
 
-// Memory of one stage, in bytes (PLAN_FORMAT.md rule 7).
+// Memory of one stage, in bytes (docs/PLAN_FORMAT.md rule 7).
 struct StageMemory {
   int64_t static_bytes = 0;   // params + grads + optimizer state, held all step
   int64_t activation = 1;     // held from end of F until end of I (or B)

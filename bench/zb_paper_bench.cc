@@ -22,7 +22,7 @@
 //     here before gives the same 1.5B bubbles to 4 decimals.
 // 1F1B-I (interleaved) is not run: the paper does not say which v it used.
 //
-// Bubble rate, the paper's definition (§5.3, ALGORITHMS.md §0.1):
+// Bubble rate, the paper's definition (§5.3, docs/ALGORITHMS.md §0.1):
 //   (cost - m (T_F + T_B + T_W)) / cost,  cost = max over ranks of
 //   (end of its last pass - start of its first F) = our steady_step_s.
 // Our T_B is the I pass (input gradient). Comm: a fixed latency T_comm per

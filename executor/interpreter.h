@@ -1,5 +1,5 @@
 // The interpreter: replays one rank's action list for one training step
-// (PLAN_FORMAT.md semantics), with a single switch over action types.
+// (docs/PLAN_FORMAT.md semantics), with a single switch over action types.
 // Torch-free: compute goes to a StageBackend (LibTorch in torch_backend.cc, a
 // fake in tests), messages to a Communicator.
 //

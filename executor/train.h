@@ -16,7 +16,7 @@ namespace pw::exec {
 class WaitBoard;
 
 struct RunOptions {
-  std::string plan_path;        // --plan: plan JSON (PLAN_FORMAT.md) with extra model/training fields
+  std::string plan_path;        // --plan: plan JSON (docs/PLAN_FORMAT.md) with extra model/training fields
   std::string data_path;        // --data: any text file; bytes are tokens
   int steps = 50;               // --steps: optimizer steps
   uint64_t seed = 1234;         // --seed: data order and initial weights

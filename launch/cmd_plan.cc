@@ -1,5 +1,5 @@
 // `pipewright plan`: this model, these devices, this batch -> the best plan
-// file (PLAN_FORMAT.md). Prints the ranked candidate table (and every
+// file (docs/PLAN_FORMAT.md). Prints the ranked candidate table (and every
 // rejection with its reason), writes the chosen plan atomically; on an
 // infeasible request writes nothing and names the smallest P that fits.
 #include <chrono>

@@ -105,7 +105,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   auto watchdog_s = std::make_shared<double>(300.0);
   auto comm_kind = std::make_shared<std::string>("mpi");
   CLI::App* cmd = app.add_subcommand("run", kRunDescription);
-  cmd->add_option("--plan", options->plan_path, "plan file (PLAN_FORMAT.md) with model and training fields")
+  cmd->add_option("--plan", options->plan_path, "plan file (docs/PLAN_FORMAT.md) with model and training fields")
       ->required();
   cmd->add_option("--data", options->data_path, "training text file (bytes are tokens)")->required();
   cmd->add_option("--steps", options->steps, "optimizer steps")->capture_default_str();

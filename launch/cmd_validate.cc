@@ -1,5 +1,5 @@
 // `pipewright validate FILE`: check a plan JSON or a PyTorch CSV against the
-// rules of PLAN_FORMAT.md; print a summary, or the failing grid.
+// rules of docs/PLAN_FORMAT.md; print a summary, or the failing grid.
 #include <cmath>
 #include <cstdio>
 #include <fstream>

@@ -1,5 +1,5 @@
 // Exact per-rank memory of a schedule *order* for any split: the walk of
-// PLAN_FORMAT.md rule 7 depends only on each rank's list order, so the
+// docs/PLAN_FORMAT.md rule 7 depends only on each rank's list order, so the
 // number of activations and weight stashes each local stage holds after
 // every compute action can be counted once (from a unit-cost program) and the
 // peak for any per-stage (activation, wstash) bytes evaluated from the counts.

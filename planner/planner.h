@@ -28,7 +28,7 @@
 
 namespace pw {
 
-// Which step time the planner minimises (PLAN_FORMAT.md rules 8-9).
+// Which step time the planner minimises (docs/PLAN_FORMAT.md rules 8-9).
 enum class Objective {
   kMakespan,  // `makespan_s`: a global optimizer barrier ends each step (e.g. global grad-norm clipping)
   kSteady,    // `steady_step_s`: no barrier; consecutive steps overlap (ZB paper "post-validation", §4)

@@ -2,7 +2,7 @@
 //
 // An action is stage + type + microbatch and prints exactly as PyTorch's
 // torch.distributed.pipelining `_Action.__repr__` does: "0F1", "2I0", "2W0",
-// "1B3", "0SEND_F1", "1RECV_F1", "1SEND_B1", "0RECV_B1" (PLAN_FORMAT.md,
+// "1B3", "0SEND_F1", "1RECV_F1", "1SEND_B1", "0RECV_B1" (docs/PLAN_FORMAT.md,
 // "Action strings"). Stage and microbatch are 0-based global indices.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Lowering: insert SEND/RECV into a compute-only program (PLAN_FORMAT.md
+// Lowering: insert SEND/RECV into a compute-only program (docs/PLAN_FORMAT.md
 // rules 2-4, 6b). Stages that share a rank hand tensors over locally: no
 // SEND/RECV between them. Pure functions: the input is not changed.
 #pragma once

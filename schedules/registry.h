@@ -1,4 +1,4 @@
-// The schedule registry: every generator by canonical name (PLAN_FORMAT.md
+// The schedule registry: every generator by canonical name (docs/PLAN_FORMAT.md
 // `schedule`), and one entry point that refuses impossible requests with a
 // reason naming the user-facing option.
 //

@@ -7,7 +7,7 @@
 namespace pw {
 
 int64_t MemoryDelta(ActionType type, const StageMemory& memory) {
-  switch (type) {  // PLAN_FORMAT.md rule 7
+  switch (type) {  // docs/PLAN_FORMAT.md rule 7
     case ActionType::kF: return memory.activation;
     case ActionType::kB: return -memory.activation;
     case ActionType::kI: return memory.wstash - memory.activation;

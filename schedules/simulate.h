@@ -2,7 +2,7 @@
 // lowering pass, the validator, the visualiser, the report and the executor's
 // pre-flight check all call it.
 //
-// It implements exactly the semantics of PLAN_FORMAT.md (rules 1-9):
+// It implements exactly the semantics of docs/PLAN_FORMAT.md (rules 1-9):
 // a rank runs its list in order; compute occupies it for the stage's cost;
 // SEND/RECV are posted in zero time; a compute that consumes a message starts
 // at max(rank free, message arrival = send post + latency + bytes/bandwidth).

@@ -31,7 +31,7 @@
 //      {"name": "thread_name", "ph": "M", "pid": r, "tid": 0, "args": {"name": "compute"}}
 //      {"name": "thread_name", "ph": "M", "pid": r, "tid": 1, "args": {"name": "comm"}}
 //  - one complete event per action of the rank's list, named with the action
-//    string (PLAN_FORMAT.md), compute on tid 0, SEND/RECV on tid 1:
+//    string (docs/PLAN_FORMAT.md), compute on tid 0, SEND/RECV on tid 1:
 //      {"name": "1F3", "cat": "F", "ph": "X", "pid": 1, "tid": 0, "ts": 4000, "dur": 1000,
 //       "args": {"action": "1F3", "stage": 1, "microbatch": 3, "index": 7}}
 //    "cat" is the type (F, B, I, W, or "comm"). args.action is required and

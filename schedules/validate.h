@@ -1,5 +1,5 @@
 // The validator: the one place that decides whether a program is a correct
-// pipeline schedule (PLAN_FORMAT.md, rules 1-6b). Every failure names the rank
+// pipeline schedule (docs/PLAN_FORMAT.md, rules 1-6b). Every failure names the rank
 // and index of the first offending action and shows the schedule grid with
 // that step marked "<-- ERROR HERE".
 #pragma once

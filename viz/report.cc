@@ -38,15 +38,15 @@ ClosedForm ClosedFormFor(const std::string& schedule, int P, int m, int v) {
   const int64_t p = P, n = m, V = v;
   if (schedule == "gpipe" || schedule == "1f1b") {
     // (p-1)(T_F+T_B+T_W) of bubble: makespan 3(m+p-1), rate (p-1)/(m+p-1).
-    // Steady step = makespan (ALGORITHMS.md §0, def. 1 "for 1F1B and GPipe").
+    // Steady step = makespan (docs/ALGORITHMS.md §0, def. 1 "for 1F1B and GPipe").
     c.makespan = Fraction::Of(3 * (n + p - 1), 1);
     c.steady_step = c.makespan;
     c.bubble_ratio = Fraction::Of(p - 1, n + p - 1);
     for (int64_t r = 0; r < p; ++r)
       c.peak_memory.push_back(Fraction::Of(schedule == "gpipe" ? n : std::min(p - r, n), 1));
-    c.source = schedule == "gpipe" ? "GPipe: (P-1)/(m+P-1), peak m M_B (Huang et al. 2019; ALGORITHMS.md §1)"
+    c.source = schedule == "gpipe" ? "GPipe: (P-1)/(m+P-1), peak m M_B (Huang et al. 2019; docs/ALGORITHMS.md §1)"
                                    : "1F1B: (P-1)/(m+P-1), rank r peak min(P-r, m) M_B (Narayanan et al. SC'21; "
-                                     "ALGORITHMS.md §1)";
+                                     "docs/ALGORITHMS.md §1)";
   } else if (schedule == "interleaved-1f1b" && v >= 2 && m >= P) {
     // (v = 1 is plain 1F1B, whose warm-up is P-r-1, not this formula's.)
     // Bubble (p-1)(T_F+T_B+T_W)/v: makespan 3m + 3(p-1)/v, rate (p-1)/(vm+p-1),
@@ -60,12 +60,12 @@ ClosedForm ClosedFormFor(const std::string& schedule, int P, int m, int v) {
       for (int64_t r = 0; r < p; ++r)
         c.peak_memory.push_back(Fraction::Of(std::min(2 * (p - r - 1) + (V - 1) * p + 1, V * n), V));
     c.source = "Interleaved 1F1B, m >= P: (P-1)/(v*m+P-1); if also m % P == 0, rank r peak "
-               "min(2(P-r-1)+(v-1)P+1, v*m)/v M_B (Narayanan et al. SC'21 §2.2.2; ALGORITHMS.md §1)";
+               "min(2(P-r-1)+(v-1)P+1, v*m)/v M_B (Narayanan et al. SC'21 §2.2.2; docs/ALGORITHMS.md §1)";
   } else if (schedule == "looped-bfs" && m >= P) {
     c.makespan = Fraction::Of(3 * (V * n + p - 1), V);
     c.bubble_ratio = Fraction::Of(p - 1, V * n + p - 1);
     for (int64_t r = 0; r < p; ++r) c.peak_memory.push_back(Fraction::Of(n, 1));
-    c.source = "Looped BFS, m >= P: (P-1)/(v*m+P-1), peak m M_B (Lamy-Poirier 2022, derived; ALGORITHMS.md §1)";
+    c.source = "Looped BFS, m >= P: (P-1)/(v*m+P-1), peak m M_B (Lamy-Poirier 2022, derived; docs/ALGORITHMS.md §1)";
   } else if (schedule == "zb-h1" && m >= P) {
     // Bubble (p-1)(T_F+T_B-T_W) = p-1 with unit costs: makespan 3m+p-1.
     // Worker i (1-based): (p-i+1) M_B + (i-1) M_W = p M_B when M_W = M_B.
@@ -74,18 +74,18 @@ ClosedForm ClosedFormFor(const std::string& schedule, int P, int m, int v) {
     c.bubble_ratio = Fraction::Of(p - 1, 3 * n + p - 1);
     for (int64_t r = 0; r < p; ++r) c.peak_memory.push_back(Fraction::Of(p, 1));
     c.source = "ZB-H1, m >= P: (P-1)/(3m+P-1), peak (P-i+1)M_B+(i-1)M_W = P M_B (Qi et al. 2024 Table 2; "
-               "ALGORITHMS.md §1)";
+               "docs/ALGORITHMS.md §1)";
   } else if (schedule == "zb-h2" && m >= 2 * P) {
     // Bubble (p-1)(T_F+T_B-2T_W) = 0 per steady step (post-validation).
     c.steady_step = Fraction::Of(3 * n, 1);
     for (int64_t r = 0; r < p; ++r) c.peak_memory.push_back(Fraction::Of(2 * p - 1, 1));
     c.source = "ZB-H2, m >= 2P: steady step 3m (zero bubble), peak (2P-2i+1)M_B+(2i-2)M_W = (2P-1) M_B "
-               "(Qi et al. 2024 Table 2; ALGORITHMS.md §1)";
+               "(Qi et al. 2024 Table 2; docs/ALGORITHMS.md §1)";
   } else if (schedule == "zb-v" && m >= 2 * P) {
     c.steady_step = Fraction::Of(3 * n, 1);
     for (int64_t r = 0; r < p; ++r) c.peak_memory.push_back(Fraction::Of(p, 1));
     c.source = "ZB-V, m >= 2P: steady step 3m (zero bubble), peak P M_B on every rank (Qi et al. 2024 §6; "
-               "ALGORITHMS.md §1)";
+               "docs/ALGORITHMS.md §1)";
   }
   return c;
 }

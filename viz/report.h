@@ -1,7 +1,7 @@
 // The bubble/memory benchmark report: for each registered schedule family x
 // P x m (x v), generate -> lower -> validate -> simulate (the one simulator)
 // with unit costs, and put makespan, steady step, bubble ratio and per-rank
-// peak memory next to the closed form where ALGORITHMS.md §1 gives one.
+// peak memory next to the closed form where docs/ALGORITHMS.md §1 gives one.
 //
 // Unit costs, per RANK: a rank's model share costs F = I = W = 1 s (B = 2 s)
 // and holds M_B of activations (and M_W = M_B until its W); with v stages per
@@ -34,7 +34,7 @@ struct Fraction {
   friend bool operator!=(const Fraction& a, const Fraction& b) { return !(a == b); }
 };
 
-// Closed forms (ALGORITHMS.md §1) for unit costs; each part only where the
+// Closed forms (docs/ALGORITHMS.md §1) for unit costs; each part only where the
 // source gives one and its conditions hold. Times in seconds, memory in M_B.
 struct ClosedForm {
   std::optional<Fraction> makespan;

@@ -67,7 +67,7 @@ struct Timeline {
   // for unit-cost plans ("stage activations"), else 1 ("B", shown as KiB/MiB/GiB).
   int64_t memory_unit_bytes = 1;
   std::string memory_unit_name = "B";
-  // PLAN_FORMAT.md rules 8-9, over this timeline.
+  // docs/PLAN_FORMAT.md rules 8-9, over this timeline.
   double makespan_s = 0.0;
   double steady_step_s = 0.0;
   double bubble_ratio = 0.0;

@@ -33,7 +33,7 @@ struct DeviceSpec {
   double ComputeSeconds(double flops) const { return flops / (peak_flops * efficiency); }
   // Seconds to move `bytes` through HBM at memory_bandwidth * efficiency.
   double MemorySeconds(double bytes) const { return bytes / (memory_bandwidth_bytes_per_s * efficiency); }
-  // The PLAN_FORMAT.md `comm` model of this device's link.
+  // The docs/PLAN_FORMAT.md `comm` model of this device's link.
   CommModel Comm() const { return CommModel{p2p_latency_s, p2p_bandwidth_bytes_per_s}; }
 };
 

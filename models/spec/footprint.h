@@ -3,7 +3,7 @@
 // one place in pipewright that knows a layer's bytes (STYLE.md #10): the
 // planner's cost model and the executor's preallocation both call it.
 //
-// Layer list (the contract with the executor, PLAN_FORMAT.md `stages[].layers`
+// Layer list (the contract with the executor, docs/PLAN_FORMAT.md `stages[].layers`
 // are half-open ranges into it):
 //   index 0        "embedding"  token embedding (+ learned positions, GPT-2)
 //   index 1..L     "block.0" .. "block.{L-1}"  decoder blocks

@@ -32,7 +32,7 @@ struct LayerCost {
   // kind). --first/--last-stage-num-layers count "block" and "layer" entries.
   std::string kind = "layer";
   double f = 0, i = 0, w = 0;      // seconds per microbatch
-  int64_t activation_bytes = 0;    // PLAN_FORMAT.md memory rule 7
+  int64_t activation_bytes = 0;    // docs/PLAN_FORMAT.md memory rule 7
   int64_t wstash_bytes = 0;
   int64_t static_bytes = 0;
   int64_t output_bytes = 0;        // forward message to the next layer

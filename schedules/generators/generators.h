@@ -49,7 +49,7 @@ struct ZeroBubbleRoundFlags {
   bool greedy_w = true;    // the paper's no_bubble_greedy (rule c)
 };
 
-// The ZB paper's per-microbatch round construction (ZB §3.1, ALGORITHMS.md §2
+// The ZB paper's per-microbatch round construction (ZB §3.1, docs/ALGORITHMS.md §2
 // "Heuristic"; zb_rounds.cc) for one stage per rank in loop placement: warm-up
 // counted from I0's arrival, then per round one F and one I per stage, W's
 // only when memory needs them or they fill a gap, the rest at the tail.

@@ -1,5 +1,5 @@
 // V-Half (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory",
-// arXiv 2405.15362, §3-§4; ALGORITHMS.md §1 and §2 "V-Half / V-Min"): two
+// arXiv 2405.15362, §3-§4; docs/ALGORITHMS.md §1 and §2 "V-Half / V-Min"): two
 // stages per rank in V placement (rank r holds stages r and 2P - 1 - r),
 // backward split into I and W, about half of 1F1B's activation memory.
 // This file also holds the building-block engine that v_min.cc shares
@@ -27,7 +27,7 @@
 // delta = 3 when P is even, else 0, so that the four offsets fall into
 // distinct slots modulo 6 on every rank (the repeated blocks never collide;
 // checked below for the requested P). These are the offsets of the paper's
-// code (ALGORITHMS.md §2). The 2 slots per period left free on each rank take
+// code (docs/ALGORITHMS.md §2). The 2 slots per period left free on each rank take
 // the W's, FIFO, each in the first free slot after its I; W's left after the
 // last block close the rank's list.
 //

@@ -1,5 +1,5 @@
 // V-Min (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory",
-// arXiv 2405.15362, §3-§4; ALGORITHMS.md §1 and §2 "V-Half / V-Min"): two
+// arXiv 2405.15362, §3-§4; docs/ALGORITHMS.md §1 and §2 "V-Half / V-Min"): two
 // stages per rank in V placement, backward split into I and W, about a third
 // of 1F1B's activation memory. Built by BuildingBlockV (v_half.cc): one
 // microbatch's block of offsets, repeated every 6 unit slots, W's in the
@@ -13,7 +13,7 @@
 // stage, whose I follows its F1; then down one rank per slot); I0 at
 // 4P + delta - i - 1 (up again). delta = 2 when P % 3 == 0, else 0: without
 // it I1 (2P + i) and F0 (i) share a slot modulo 6 when 6 divides 2P. These
-// are the offsets of the paper's code (ALGORITHMS.md §2).
+// are the offsets of the paper's code (docs/ALGORITHMS.md §2).
 //
 // Memory with activation = wstash = 1 stage unit (I frees nothing):
 // about ceil((P + 2) / 3) full-stage units (lifespans 4P + delta - 2i - 1 and

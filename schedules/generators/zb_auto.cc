@@ -1,5 +1,5 @@
 // ZB-auto: the memory-limited automatic zero-bubble schedule (Qi et al. 2024,
-// "Zero Bubble Pipeline Parallelism", §3.1 heuristic; ALGORITHMS.md §2). One
+// "Zero Bubble Pipeline Parallelism", §3.1 heuristic; docs/ALGORITHMS.md §2). One
 // stage per rank, loop placement, backward split into I and W. This file also
 // holds the greedy engine that zb_v.cc runs with V placement (ZeroBubbleGreedy).
 //
@@ -25,7 +25,7 @@
 //   4. else it waits until the earliest time an input can arrive (a known
 //      arrival, or the producer rank's clock + its pass + the message).
 // The pattern settles into 1F-1I-1W by itself; the tail flushes the W's.
-// Memory follows PLAN_FORMAT.md rule 7 (+activation at F, -activation +
+// Memory follows docs/PLAN_FORMAT.md rule 7 (+activation at F, -activation +
 // wstash at I, -wstash at W), excluding static bytes. With several stages
 // per rank (ZB-V), a forward of the rank's first stage also keeps room for
 // the same microbatch's forward on the rank's later stages (flag

@@ -20,7 +20,7 @@
 // Memory (activation = wstash = 1): rank r peaks at (2P - 2r - 1) activations
 // + 2r wstash = 2P - 1 units (Table 2: (2p - 2i + 1) M_B + (2i - 2) M_W with
 // i = r + 1). With unit costs and m >= 2P every rank is busy from its first
-// forward to its last W, so steady_step_s (PLAN_FORMAT.md rule 9: the ZB
+// forward to its last W, so steady_step_s (docs/PLAN_FORMAT.md rule 9: the ZB
 // paper's "cost" when iterations overlap, §4 post-validation) is exactly 3m
 // and the makespan is 3m + P - 1; in general the bubble is
 // (P - 1)(T_F + T_I - 2 T_W) (Table 2).

@@ -15,7 +15,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The paper's per-microbatch construction (ZB §3.1, ALGORITHMS.md §2
+// The paper's per-microbatch construction (ZB §3.1, docs/ALGORITHMS.md §2
 // "Heuristic"), written from that description, for one stage per rank (loop
 // placement). Unlike the list scheduler in zb_auto.cc it fixes each stage's warm-up
 // from the first gradient's arrival and then places passes round by round.

@@ -15,7 +15,7 @@
 // both, as it does for unit costs and m >= 2P - 1):
 //
 // 1. The hand-derived order of §6 (the structure PyTorch's
-//    ScheduleZBVZeroBubble also uses, ALGORITHMS.md §3). Derivation with unit
+//    ScheduleZBVZeroBubble also uses, docs/ALGORITHMS.md §3). Derivation with unit
 //    stage costs and comm 0 (r is 0-based; chunk 0 = stage r, chunk 1 =
 //    stage 2P - 1 - r):
 //    - microbatch 0 reaches stage s at time s, so rank r starts at time r
@@ -43,7 +43,7 @@
 //    microbatches >= m are dropped (dropping passes never delays the rest,
 //    so the order stays deadlock-free; PyTorch pads the same way). With
 //    unit costs and m >= 2P the steady step is exactly 6m (zero bubble).
-// 2. The memory-aware greedy of zb_auto.cc (ALGORITHMS.md "ZB-V greedy"),
+// 2. The memory-aware greedy of zb_auto.cc (docs/ALGORITHMS.md "ZB-V greedy"),
 //    which adapts to non-uniform costs and to other memory limits: forwards
 //    run while inputs are there and the memory limit allows, the second
 //    stage (the returning half of the V) goes first for both F and I, gaps

@@ -8,7 +8,7 @@
 #     reference definitions, [label]: target (outside fenced code blocks and
 #     inline code);
 #   - bare references to Markdown files, e.g. `docs/PLAN_FORMAT.md` or
-#     PLAN_FORMAT.md#semantics, anywhere in the text.
+#     docs/PLAN_FORMAT.md#semantics, anywhere in the text.
 # and fails, listing FILE:LINE: TARGET: REASON for each, when a target
 #   - points outside the repository (a clone has no ../shared);
 #   - does not exist, or exists only as a file git ignores (build output);

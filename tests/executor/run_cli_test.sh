@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end: write a plan with pw_make_plan, train 3 steps under
+# End-to-end: write a plan with pipewright plan, train 3 steps under
 # `mpirun -np 2 pipewright run`, then `pipewright generate` from the saved
 # stages; also `run` with the wrong -np must refuse before computing.
 # Usage: run_cli_test.sh <pipewright> <pipewright> <mpirun> (the first writes the plans)

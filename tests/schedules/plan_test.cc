@@ -41,7 +41,7 @@ TEST(PlanFile, RoundTripIsByteIdentical) {
   EXPECT_EQ(back->ranks, plan->ranks);
   EXPECT_EQ(back->extra["notes"]["origin"], "test");
   EXPECT_FALSE(back->model.has_value()) << "a schedule-only plan has no model section";
-  // Required fields in PLAN_FORMAT.md order come first.
+  // Required fields in docs/PLAN_FORMAT.md order come first.
   EXPECT_EQ(text.find("\"format\": \"pipewright-plan\""), 4u);
   auto again = SamplePlan();
   EXPECT_EQ(PlanToJson(*again), text) << "same inputs must give the same bytes";

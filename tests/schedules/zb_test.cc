@@ -371,7 +371,7 @@ TEST(ZeroBubble, VRefusals) {
   EXPECT_LE(MaxPeak(tight->sim), 2);
 }
 
-// Controllable-memory V schedules (arXiv 2405.15362; ALGORITHMS.md §1 re-run
+// Controllable-memory V schedules (arXiv 2405.15362; docs/ALGORITHMS.md §1 re-run
 // values): with unit stage costs and activation = wstash = 1 per stage, the
 // peak over ranks in full-stage units (2 stage activations) is floor(P/2) + 1
 // for V-Half and ceil((P + 2) / 3) for V-Min once m >= 2P, and never more
