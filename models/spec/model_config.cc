@@ -158,7 +158,18 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
 
 std::string ModelsDir() {
   const char* env = std::getenv("PW_MODELS_DIR");
-  return env && *env ? std::string(env) : std::string(PW_DEFAULT_MODELS_DIR);
+  if (env && *env) return env;
+  // An installed tree: <prefix>/bin/<executable> beside
+  // <prefix>/share/pipewright/models (cmake --install). Looked up once: the
+  // executable does not move.
+  static const std::string installed = [] {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec || exe.empty()) return std::string();
+    const fs::path dir = (exe.parent_path() / ".." / "share" / "pipewright" / "models").lexically_normal();
+    return fs::is_directory(dir, ec) ? dir.string() : std::string();
+  }();
+  return installed.empty() ? std::string(PW_DEFAULT_MODELS_DIR) : installed;
 }
 
 std::vector<std::string> ShippedNames(const std::string& subdir) {

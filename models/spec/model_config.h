@@ -80,8 +80,12 @@ StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config, const std::
 // position) or fields (see ParseModelConfig).
 StatusOr<ModelConfig> LoadModelConfig(const std::string& name_or_path);
 
-// Directory holding configs/ and devices/: $PW_MODELS_DIR if set, else the
-// source tree's models/ directory (compiled in).
+// Directory holding configs/ and devices/, the first of: $PW_MODELS_DIR if
+// set and non-empty; <directory of the running executable>/../share/
+// pipewright/models if that directory exists (an installed tree, where
+// `cmake --install` puts the shipped models beside bin/); else the source
+// tree's models/ directory (compiled in). Never fails; the directory may not
+// exist (callers report NotFound naming it).
 std::string ModelsDir();
 
 // Names (file stems) of the *.json files in <models dir>/<subdir>, sorted.
