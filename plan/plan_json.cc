@@ -3,6 +3,7 @@
 // "layers", untyped "training") is read and converted.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <fstream>
 #include <sstream>
@@ -338,6 +339,44 @@ Status ParseModelSections(const Reader& rd, const json& doc, int version, Plan* 
   return Status::Ok();
 }
 
+// Stands for `ranks` in the tree; replaced by RanksText. It is found as the
+// value of the depth-1 key "ranks" after a raw newline, which no string value
+// of the plan can contain (dump escapes newlines), so a model name equal to
+// the placeholder cannot be mistaken for it.
+constexpr const char* kRanksPlaceholder = "pipewright:ranks";
+
+// `ranks` as nlohmann's dump(2) writes it at depth 1 (a test checks the whole
+// text against dump(2) of its own parse): action strings need no escaping
+// (the grammar is letters, digits and '_').
+std::string RanksText(const std::vector<std::vector<Action>>& ranks) {
+  if (ranks.empty()) return "[]";
+  size_t actions = 0;
+  for (const auto& list : ranks) actions += list.size();
+  std::string out = "[\n";
+  out.reserve(actions * 24 + ranks.size() * 64);
+  char number[24];
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    out += "    {\n      \"rank\": " + std::to_string(r) + ",\n      \"actions\": ";
+    if (ranks[r].empty()) {
+      out += "[]";
+    } else {
+      out += "[\n";
+      for (size_t i = 0; i < ranks[r].size(); ++i) {
+        const Action& a = ranks[r][i];
+        out += "        \"";
+        out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.stage)));
+        out += ActionTypeName(a.type);
+        out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
+        out += i + 1 < ranks[r].size() ? "\",\n" : "\"\n";
+      }
+      out += "      ]";
+    }
+    out += r + 1 < ranks.size() ? "\n    },\n" : "\n    }\n";
+  }
+  out += "  ]";
+  return out;
+}
+
 }  // namespace
 
 StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
@@ -521,14 +560,9 @@ std::string PlanToJson(const Plan& plan) {
   doc["comm"]["bandwidth_bytes_per_s"] = plan.comm.bandwidth_bytes_per_s;
   if (plan.memory_limit_bytes) doc["memory_limit_bytes"] = *plan.memory_limit_bytes;
   else doc["memory_limit_bytes"] = nullptr;
-  doc["ranks"] = ojson::array();
-  for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
-    ojson jr;
-    jr["rank"] = r;
-    jr["actions"] = ojson::array();
-    for (const Action& a : plan.ranks[r]) jr["actions"].push_back(a.ToString());
-    doc["ranks"].push_back(jr);
-  }
+  // The action lists (most of a large plan's bytes) are written straight into
+  // the text below, in dump(2)'s exact layout, instead of through the tree.
+  doc["ranks"] = kRanksPlaceholder;
   doc["predicted"]["makespan_s"] = plan.predicted.makespan_s;
   doc["predicted"]["steady_step_s"] = plan.predicted.steady_step_s;
   doc["predicted"]["bubble_ratio"] = plan.predicted.bubble_ratio;
@@ -544,7 +578,12 @@ std::string PlanToJson(const Plan& plan) {
   // plan.extra is an (ordered-by-key) nlohmann::json object.
   for (auto it = plan.extra.begin(); it != plan.extra.end(); ++it)
     doc[it.key()] = ojson::parse(it.value().dump());
-  std::string text = doc.dump(2);
+  const std::string tree = doc.dump(2);
+  const std::string marker = "\n  \"ranks\": \"" + std::string(kRanksPlaceholder) + "\"";
+  const size_t at = tree.find(marker);
+  std::string text = tree.substr(0, at) + "\n  \"ranks\": ";
+  text += RanksText(plan.ranks);
+  text.append(tree, at + marker.size(), std::string::npos);
   text += "\n";
   return text;
 }

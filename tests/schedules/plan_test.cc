@@ -37,6 +37,12 @@ TEST(PlanFile, RoundTripIsByteIdentical) {
   auto back = ParsePlan(text, "p.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(PlanToJson(*back), text);
+  // The writer's hand-formatted action lists are exactly nlohmann's dump(2).
+  EXPECT_EQ(nlohmann::ordered_json::parse(text).dump(2) + "\n", text);
+  Plan empty_rank = *plan;
+  empty_rank.ranks.assign(empty_rank.ranks.size(), {});
+  const std::string empty_text = PlanToJson(empty_rank);
+  EXPECT_EQ(nlohmann::ordered_json::parse(empty_text).dump(2) + "\n", empty_text);
   EXPECT_EQ(PlanHash(*back), PlanHash(*plan));
   EXPECT_EQ(back->ranks, plan->ranks);
   EXPECT_EQ(back->extra["notes"]["origin"], "test");
