@@ -17,45 +17,9 @@
 #include "executor/preflight.h"
 #include "executor/profile.h"
 #include "executor/torch_backend.h"
+#include "executor/torch_util.h"
 
 namespace pw::exec {
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-torch::Dtype DtypeOf(const EngineOptions& o) { return o.double_precision ? torch::kDouble : torch::kFloat; }
-
-NamedValues ToNamedValues(const std::string& name, const torch::Tensor& t, const torch::Tensor& like) {
-  NamedValues nv;
-  nv.name = name;
-  nv.shape = like.sizes().vec();
-  torch::Tensor d = t.defined() ? t.detach().to(torch::kCPU).to(torch::kDouble).contiguous()
-                                : torch::zeros(like.sizes(), torch::TensorOptions().dtype(torch::kDouble));
-  nv.values.assign(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
-  return nv;
-}
-
-torch::optim::AdamW MakeOptimizer(std::vector<torch::Tensor> params, const EngineOptions& o) {
-  torch::optim::AdamWOptions opts(o.lr);
-  opts.betas(std::make_tuple(o.beta1, o.beta2)).eps(o.eps).weight_decay(o.weight_decay);
-  return torch::optim::AdamW(std::move(params), opts);
-}
-
-// Gradients are zeroed in place once they exist, so that the bytes held
-// across steps stay constant (no re-allocation per step).
-void ZeroGrads(const std::vector<torch::Tensor>& params) {
-  torch::NoGradGuard no_grad;
-  for (const auto& p : params)
-    if (p.grad().defined()) p.mutable_grad().zero_();
-}
-
-torch::Tensor BatchTensor(const std::vector<int64_t>& v, int rows, int seq) {
-  return torch::from_blob(const_cast<int64_t*>(v.data()), {rows, seq}, torch::TensorOptions().dtype(torch::kLong))
-      .clone();  // (B, T)
-}
-
-}  // namespace
 
 // ----------------------------------------------------------------- Engine ---
 
@@ -335,120 +299,6 @@ Status Engine::LoadCheckpoint(const std::string& path) {
 
 const Plan& Engine::plan() const { return impl_->plan; }
 int Engine::rank() const { return impl_->comm->rank(); }
-
-// --------------------------------------------------------- ReferenceModel ---
-
-struct ReferenceModel::Impl {
-  models::GptConfig config;
-  EngineOptions options;
-  models::GptStage module{nullptr};
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-};
-
-ReferenceModel::ReferenceModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ReferenceModel::~ReferenceModel() = default;
-
-StatusOr<std::unique_ptr<ReferenceModel>> ReferenceModel::Create(const ModelConfig& model,
-                                                                 const EngineOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  PW_ASSIGN_OR_RETURN(impl->config, models::GptFromModel(model, "reference model"));
-  impl->options = options;
-  if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
-  impl->module = models::GptStage(impl->config, 0, impl->config.NumLayers(), options.init_seed, DtypeOf(options));
-  impl->optimizer = std::make_unique<torch::optim::AdamW>(MakeOptimizer(impl->module->parameters(), options));
-  return std::unique_ptr<ReferenceModel>(new ReferenceModel(std::move(impl)));
-}
-
-StatusOr<double> ReferenceModel::Step(const TokenBatch& batch, bool apply_optimizer) {
-  Impl& m = *impl_;
-  try {
-    ZeroGrads(m.module->parameters());
-    torch::Tensor inputs = BatchTensor(batch.inputs, batch.rows, batch.seq);    // (B, T)
-    torch::Tensor targets = BatchTensor(batch.targets, batch.rows, batch.seq);  // (B, T)
-    torch::Tensor loss = models::LanguageModelLoss(m.module->forward(inputs), targets);  // ()
-    loss.backward();
-    // LibTorch's own global-norm clipping: the reference the pipelined
-    // clipping in Engine::Step is checked against.
-    if (m.options.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(m.module->parameters(), m.options.clip_grad_norm);
-    if (apply_optimizer) m.optimizer->step();
-    return loss.item<double>();
-  } catch (const c10::Error& e) {
-    return Status::ComputeError(std::string("reference step: ") + e.what_without_backtrace());
-  }
-}
-
-std::vector<NamedValues> ReferenceModel::Parameters() const {
-  std::vector<NamedValues> out;
-  for (const auto& [name, p] : impl_->module->NamedParameters()) out.push_back(ToNamedValues(name, p, p));
-  return out;
-}
-
-std::vector<NamedValues> ReferenceModel::Gradients() const {
-  std::vector<NamedValues> out;
-  for (const auto& [name, p] : impl_->module->NamedParameters()) out.push_back(ToNamedValues(name, p.grad(), p));
-  return out;
-}
-
-// --------------------------------------------------------------- sampling ---
-
-StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const SampleOptions& options) {
-  PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, plan.pp_size));
-  if (options.temperature <= 0) return Status::InvalidArgument("--temperature must be > 0");
-  const models::GptConfig& cfg = checked.model;
-  std::vector<models::GptStage> stages;
-  try {
-    for (const PlanStage& s : plan.stages) {
-      const std::string path = dir + "/stage_" + std::to_string(s.index) + ".pt";
-      if (!std::filesystem::exists(path)) return Status::NotFound("checkpoint file " + path + " is missing");
-      models::GptStage module(cfg, s.layer_begin, s.layer_end, 0, torch::kFloat);
-      try {
-        torch::load(module, path, torch::Device(torch::kCPU));  // stages saved from a CUDA run load on the CPU
-      } catch (const c10::Error& e) {
-        // Most often the files of another plan: other layers in this stage.
-        std::string what = e.what_without_backtrace();
-        what = what.substr(0, what.find('\n'));
-        return Status::InvalidArgument("checkpoint " + dir + " does not match the plan (stage " +
-                                       std::to_string(s.index) + ": " + path + ": " + what + ")");
-      }
-      module->eval();
-      stages.push_back(module);
-    }
-  } catch (const c10::Error& e) {
-    return Status::ComputeError(std::string("loading checkpoint from ") + dir + ": " + e.what_without_backtrace());
-  }
-  std::vector<int64_t> tokens;
-  for (unsigned char ch : options.prompt) tokens.push_back(ch);
-  if (tokens.empty()) tokens.push_back('\n');
-  std::mt19937_64 rng(options.seed);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  torch::NoGradGuard no_grad;
-  std::string out = options.prompt;
-  try {
-    for (int n = 0; n < options.tokens; ++n) {
-      const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), cfg.n_positions);
-      std::vector<int64_t> window(tokens.end() - len, tokens.end());
-      torch::Tensor x = BatchTensor(window, 1, static_cast<int>(len));  // (1, t)
-      for (auto& s : stages) x = s->forward(x);                          // logits (1, t, V)
-      torch::Tensor logits = x[0][len - 1].to(torch::kDouble) / options.temperature;  // (V)
-      torch::Tensor probs = torch::softmax(logits, 0).contiguous();                   // (V)
-      const double* p = probs.data_ptr<double>();
-      double u = uniform(rng), acc = 0.0;
-      int64_t next = probs.size(0) - 1;
-      for (int64_t v = 0; v < probs.size(0); ++v) {
-        acc += p[v];
-        if (u < acc) {
-          next = v;
-          break;
-        }
-      }
-      tokens.push_back(next);
-      out.push_back(static_cast<char>(next));
-    }
-  } catch (const c10::Error& e) {
-    return Status::ComputeError(std::string("sampling from ") + dir + ": " + e.what_without_backtrace());
-  }
-  return out;
-}
 
 // ------------------------------------------------------ counting allocator ---
 

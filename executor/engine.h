@@ -138,40 +138,6 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-// The same model in one process, one stage, plain LibTorch autograd (no split
-// linear, no microbatches): the reference of the equivalence tests.
-class ReferenceModel {
- public:
-  // `model`: a plan's model section (plan/plan.h). Errors: InvalidArgument
-  // from models::GptFromModel (what the executor does not build).
-  static StatusOr<std::unique_ptr<ReferenceModel>> Create(const ModelConfig& model, const EngineOptions& options);
-  ~ReferenceModel();
-  // Mean cross-entropy over the whole batch, backward, global-norm gradient
-  // clipping when options.clip_grad_norm > 0 (torch::nn::utils::clip_grad_norm_),
-  // then AdamW if asked.
-  StatusOr<double> Step(const TokenBatch& batch, bool apply_optimizer = true);
-  std::vector<NamedValues> Parameters() const;
-  std::vector<NamedValues> Gradients() const;
-
- private:
-  struct Impl;
-  explicit ReferenceModel(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
-};
-
-struct SampleOptions {
-  std::string prompt = "\n";
-  int tokens = 200;           // bytes to generate
-  double temperature = 0.8;   // > 0
-  uint64_t seed = 42;
-};
-
-// Loads every stage of `plan` from `dir` (written by Engine::SaveStages on
-// all ranks) into one process and samples `tokens` bytes after the prompt.
-// Returns prompt + generated text. Errors: NotFound naming a missing stage
-// file; PreflightCheck's errors for the plan's model fields.
-StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const SampleOptions& options);
-
 // Replaces LibTorch's CPU allocator with a counting wrapper (idempotent).
 // Call before allocating the tensors to be counted.
 void InstallCountingCpuAllocator();

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "executor/checkpoint.h"
+#include "executor/sampler.h"
 #include "executor/agree.h"
 #include "executor/data.h"
 #include "executor/measured_trace.h"

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "executor/engine.h"
+#include "executor/sampler.h"
 #include "launch/commands.h"
 
 namespace pw::cli {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "executor/engine.h"
+#include "executor/reference.h"
 #include "executor/loopback_communicator.h"
 #include "executor/plan_builder.h"
 
