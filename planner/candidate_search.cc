@@ -1,0 +1,294 @@
+#include "planner/candidate_search.h"
+
+#include <algorithm>
+
+#include "planner/cost_model.h"
+#include "planner/explain.h"
+#include "schedules/pipeline.h"
+
+namespace pw {
+
+namespace {
+
+void Reject(Candidate& c, RejectKind kind, std::string reason) {
+  c.reject = kind;
+  c.reason = std::move(reason);
+}
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+int WorstRank(const std::vector<int64_t>& peaks) {
+  return static_cast<int>(std::max_element(peaks.begin(), peaks.end()) - peaks.begin());
+}
+
+int64_t SumStaticOfRank(const LayerCostTable& t, const Boundaries& b, const std::vector<int>& s2r, int r) {
+  int64_t st = 0;
+  for (size_t s = 0; s + 1 < b.size(); ++s)
+    if (s2r[s] == r) st += SumStage(t, b[s], b[s + 1]).memory.static_bytes;
+  return st;
+}
+
+}  // namespace
+
+StatusOr<const LayerCostTable*> CandidateSearch::Table(int64_t b, Recompute r) {
+  auto key = std::make_pair(b, static_cast<int>(r));
+  auto it = tables_.find(key);
+  if (it == tables_.end()) {
+    PW_ASSIGN_OR_RETURN(LayerCostTable t, CostsFor(model_, opt_, b, r));
+    it = tables_.emplace(key, std::move(t)).first;
+  }
+  return &it->second;
+}
+
+const CandidateSearch::UnitProgram& CandidateSearch::Unit(const ScheduleInfo& family, int v, int m) {
+  auto key = std::make_tuple(family.name, v, m);
+  auto cached = units_.find(key);
+  if (cached != units_.end()) return cached->second;
+  ScheduleRequest unit;
+  unit.schedule = family.name;
+  unit.pp_size = opt_.pp_size;
+  unit.num_microbatches = m;
+  unit.virtual_stages = v;
+  auto prog = GenerateSchedule(unit);
+  UnitProgram u{prog.ok() ? Status::Ok() : prog.status(), {}, nullptr, nullptr};
+  if (prog.ok()) {
+    u.profile = std::make_shared<const MemoryProfile>(*prog);
+    u.stage_to_rank = prog->stage_to_rank;
+    if (family.memory_adaptive) {
+      auto one = OneMicrobatchOrder(unit);
+      if (one.ok())
+        u.least = std::make_shared<const MemoryProfile>(*one);
+      else
+        u.status = one.status();
+    }
+  }
+  return units_.emplace(key, std::move(u)).first->second;
+}
+
+StatusOr<Boundaries> CandidateSearch::GivenSplit(int S, int L) const {
+  Boundaries given;
+  if (opt_.layers_per_stage.empty()) return given;
+  int sum = 0;
+  bool positive = true;
+  for (int n : opt_.layers_per_stage) {
+    positive = positive && n >= 1;
+    sum += n;
+  }
+  if (static_cast<int>(opt_.layers_per_stage.size()) != S || sum != L || !positive)
+    return Status::InvalidArgument("--layers-per-stage has " + std::to_string(opt_.layers_per_stage.size()) +
+                                   " counts summing to " + std::to_string(sum) + "; P*v = " + std::to_string(S) +
+                                   " stages of " + std::to_string(L) + " layers need " + std::to_string(S) +
+                                   " counts >= 1 summing to " + std::to_string(L));
+  given.push_back(0);
+  for (int n : opt_.layers_per_stage) given.push_back(given.back() + n);
+  return given;
+}
+
+std::vector<int64_t> CandidateSearch::RankPeaks(const Layout& lay, const MemoryProfile& profile, const Boundaries& b,
+                                                std::vector<int64_t>* transient) const {
+  const std::vector<int>& s2r = *lay.stage_to_rank;
+  StageCosts sc = BuildStageCosts(*lay.table, b, CommModel{});
+  std::vector<int64_t> peaks(lay.P, 0);
+  transient->assign(lay.P, 0);
+  for (int s = 0; s < lay.S; ++s) {
+    peaks[s2r[s]] += sc.memory[s].static_bytes;
+    (*transient)[s2r[s]] = std::max((*transient)[s2r[s]], SumStage(*lay.table, b[s], b[s + 1]).transient_bytes);
+  }
+  for (int r = 0; r < lay.P; ++r) peaks[r] += profile.RankDynamicPeak(r, sc.memory) + (*transient)[r];
+  return peaks;
+}
+
+CandidateSearch::Split CandidateSearch::SplitFor(const Layout& lay, const MemoryProfile& profile,
+                                                 const Boundaries& start, bool fixed,
+                                                 const StageOverrides& overrides) const {
+  Split out;
+  out.boundaries = start;
+  out.peaks = RankPeaks(lay, profile, out.boundaries, &out.transient);
+  out.worst = WorstRank(out.peaks);
+  if (out.peaks[out.worst] <= limit_) {
+    out.fits = true;
+    return out;
+  }
+  if (fixed) return out;  // --layers-per-stage: no other split
+  // v = 1: exact (the rank's walk); v > 1: each stage within limit / v with
+  // its own walk peak (a sufficient condition, tried only when the
+  // time-optimal split does not fit). Prefix sums make each test
+  // O(Pareto points); the largest transient of a range is found by a scan
+  // (ranges are short).
+  const LayerCostTable& table = *lay.table;
+  const int v = lay.v;
+  const int64_t limit = limit_;
+  StageFits fits = [&, v, limit](int k, int i, int j) {
+    const int64_t st = lay.static_prefix[j] - lay.static_prefix[i];
+    const int64_t act = lay.act_prefix[j] - lay.act_prefix[i];
+    const int64_t wst = lay.stash_prefix[j] - lay.stash_prefix[i];
+    int64_t tr = 0;
+    for (int l = i; l < j; ++l) tr = std::max(tr, table.layers[l].transient_bytes);
+    const int64_t peak = st + tr + profile.StagePeak(k, act, wst);
+    return v == 1 ? peak <= limit : peak <= limit / v;
+  };
+  auto fit_split = PartitionLayers(LayerSeconds(table), lay.S, fits, overrides);
+  if (!fit_split.ok()) return out;
+  out.fits = true;
+  out.boundaries = fit_split->boundaries;
+  out.peaks = RankPeaks(lay, profile, out.boundaries, &out.transient);
+  out.worst = WorstRank(out.peaks);
+  return out;
+}
+
+void CandidateSearch::Record(Candidate& c, const Program& lowered, const SimResult& sim,
+                             const std::vector<int64_t>& transient) const {
+  c.simulated = true;
+  c.makespan_s = sim.makespan_s;
+  c.steady_step_s = sim.steady_step_s;
+  c.bubble_ratio = sim.bubble_ratio;
+  c.step_s = opt_.objective == Objective::kMakespan ? sim.makespan_s : sim.steady_step_s;
+  c.peak_bytes.clear();
+  c.static_bytes.clear();
+  c.max_peak_bytes = 0;
+  for (int r = 0; r < lowered.pp_size; ++r) {
+    c.peak_bytes.push_back(sim.per_rank[r].peak_memory_bytes + transient[r]);
+    c.static_bytes.push_back(sim.per_rank[r].start_memory_bytes);
+    c.max_peak_bytes = std::max(c.max_peak_bytes, c.peak_bytes.back());
+  }
+}
+
+void CandidateSearch::Evaluate(Candidate& c, const ScheduleInfo& family, Recompute rc,
+                               const StageOverrides& overrides) {
+  Layout lay;
+  lay.P = opt_.pp_size;
+  lay.v = c.virtual_stages;
+  lay.S = lay.P * lay.v;
+  auto table_or = Table(c.batch.micro_batch_size, rc);
+  if (!table_or.ok()) {
+    Reject(c, RejectKind::kCosts, "costs: " + table_or.status().message());
+    return;
+  }
+  lay.table = *table_or;
+  const LayerCostTable& table = *lay.table;
+  lay.L = static_cast<int>(table.layers.size());
+  if (lay.S > lay.L) {
+    Reject(c, RejectKind::kRequest,
+           "S = P*v = " + std::to_string(lay.S) + " stages > " + std::to_string(lay.L) + " layers");
+    return;
+  }
+  StatusOr<Boundaries> given = GivenSplit(lay.S, lay.L);
+  if (!given.ok()) {
+    Reject(c, RejectKind::kRequest, given.status().message());
+    return;
+  }
+  const UnitProgram& unit = Unit(family, lay.v, c.batch.num_microbatches);
+  if (!unit.status.ok()) {
+    Reject(c, RejectKind::kSchedule, "generator: " + unit.status.ToString());
+    return;
+  }
+  lay.stage_to_rank = &unit.stage_to_rank;
+  lay.static_prefix.assign(lay.L + 1, 0);
+  lay.act_prefix.assign(lay.L + 1, 0);
+  lay.stash_prefix.assign(lay.L + 1, 0);
+  for (int l = 0; l < lay.L; ++l) {
+    lay.static_prefix[l + 1] = lay.static_prefix[l] + table.layers[l].static_bytes;
+    lay.act_prefix[l + 1] = lay.act_prefix[l] + table.layers[l].activation_bytes;
+    lay.stash_prefix[l + 1] = lay.stash_prefix[l] + table.layers[l].wstash_bytes;
+  }
+  // Partition: the given split, or the time-optimal one first; with a limit
+  // and v = 1 the exact memory-aware DP; for v > 1 the time-optimal split if
+  // it fits, else the sufficient per-stage budget.
+  StatusOr<Partition> start = given->empty() ? PartitionLayers(LayerSeconds(table), lay.S, {}, overrides)
+                                             : StatusOr<Partition>(Partition{*given, {}, 0.0});
+  if (!start.ok()) {
+    const std::string why = start.status().message();
+    Reject(c, why.rfind("cannot split", 0) == 0 ? RejectKind::kRequest : RejectKind::kSchedule, "partition: " + why);
+    return;
+  }
+  // A memory-adaptive family first gets a split that fits the order it
+  // prefers; if none does, one that fits one microbatch in flight, and its
+  // generator fits its order to the room left on each rank.
+  const bool fixed = !given->empty();
+  Split split = SplitFor(lay, *unit.profile, start->boundaries, fixed, overrides);
+  const bool adaptive = unit.least != nullptr;
+  if (!split.fits && adaptive) split = SplitFor(lay, *unit.least, start->boundaries, fixed, overrides);
+  c.boundaries = split.boundaries;
+  if (!split.fits) {
+    const int worst = split.worst;
+    c.max_peak_bytes = split.peaks[worst];
+    const int64_t st = SumStaticOfRank(table, split.boundaries, unit.stage_to_rank, worst);
+    Reject(c, RejectKind::kMemory,
+           "memory: no split into " + std::to_string(lay.S) + " stages fits " + FormatBytes(limit_) + " per rank" +
+               (adaptive ? " even with one microbatch in flight (the least " + family.display_name + " can hold)"
+                         : std::string()) +
+               "; the time-optimal split (" + FormatStageSizes(split.boundaries) + " layers) needs " +
+               FormatBytes(split.peaks[worst]) + " on rank " + std::to_string(worst) + " (static " + FormatBytes(st) +
+               ", activations+stash+workspace " + FormatBytes(split.peaks[worst] - st) + ")");
+    return;
+  }
+  Simulate(c, family, lay, unit, split);
+}
+
+void CandidateSearch::Simulate(Candidate& c, const ScheduleInfo& family, const Layout& lay, const UnitProgram& unit,
+                               const Split& split) {
+  const LayerCostTable& table = *lay.table;
+  const std::vector<int>& s2r = unit.stage_to_rank;
+  const Boundaries& chosen = split.boundaries;
+  // Generate with the real costs and run the chain. A memory-adaptive
+  // generator gets each rank's room for activations (the limit less the
+  // rank's static bytes and workspace) and fits its order to it. A fixed
+  // order ignores the limit: it is not passed, and the simulated peak is
+  // checked below (one check, with the predictions kept for the table).
+  const bool adaptive = unit.least != nullptr;
+  ScheduleRequest req;
+  req.schedule = family.name;
+  req.pp_size = lay.P;
+  req.num_microbatches = c.batch.num_microbatches;
+  req.virtual_stages = lay.v;
+  req.costs = BuildStageCosts(table, chosen, table.comm.value_or(CommModel{}));
+  if (limit_ != kUnlimitedBytes && adaptive) {
+    std::vector<int64_t> static_of(lay.P, 0);
+    for (int s = 0; s < lay.S; ++s) static_of[s2r[s]] += req.costs.memory[s].static_bytes;
+    for (int r = 0; r < lay.P; ++r) {
+      const int64_t room = std::max<int64_t>(limit_ - static_of[r] - split.transient[r], 0);
+      req.rank_memory_limits.push_back(static_cast<double>(room));
+    }
+  }
+  PipelineFailure failure;
+  StatusOr<PipelineResult> run = RunPipeline(req, &failure);
+  if (!run.ok()) {
+    if (failure.step == PipelineStep::kGenerate && failure.status.code() == StatusCode::kInfeasible &&
+        HasMemoryLimit(req)) {
+      // The generator found no order within the room: a memory rejection,
+      // with the least any order needs (one microbatch in flight).
+      std::vector<int64_t> tr;
+      const std::vector<int64_t> least = RankPeaks(lay, adaptive ? *unit.least : *unit.profile, chosen, &tr);
+      const int w = WorstRank(least);
+      c.max_peak_bytes = least[w];
+      const int64_t st = SumStaticOfRank(table, chosen, s2r, w);
+      Reject(c, RejectKind::kMemory,
+             "memory: " + family.display_name + " finds no order within " + FormatBytes(limit_) +
+                 " per rank (split " + FormatStageSizes(chosen) + " layers; one microbatch in flight needs " +
+                 FormatBytes(least[w]) + " on rank " + std::to_string(w) + ", static " + FormatBytes(st) +
+                 "): " + FirstLine(failure.status.message()));
+      return;
+    }
+    Reject(c, RejectKind::kSchedule,
+           std::string(PipelineStepName(failure.step)) + ": " + FirstLine(failure.status.ToString()));
+    return;
+  }
+  Record(c, run->lowered, run->sim, split.transient);
+  const int w = WorstRank(c.peak_bytes);
+  if (c.peak_bytes[w] > limit_) {
+    Reject(c, RejectKind::kMemory,
+           "memory: rank " + std::to_string(w) + " peak " + FormatBytes(c.peak_bytes[w]) + " > --memory-limit " +
+               FormatBytes(limit_) + " (static " + FormatBytes(c.static_bytes[w]) + ", activations+stash+workspace " +
+               FormatBytes(c.peak_bytes[w] - c.static_bytes[w]) + ")");
+    return;
+  }
+  c.feasible = true;
+  auto art = std::make_shared<CandidateArtifacts>();
+  art->lowered = std::move(run->lowered);
+  art->costs = std::move(req.costs);
+  art->sim = std::move(run->sim);
+  art->table = table;
+  c.artifacts = std::move(art);
+}
+
+}  // namespace pw

@@ -1,0 +1,98 @@
+// Evaluation of one planner candidate (schedule family x v x batch split x
+// recompute): its costs, its layer split under the memory limit, and its
+// simulated step through the schedules core (schedules/pipeline.h). Shared
+// state across candidates: cost tables per (micro-batch size, recompute) and
+// the unit-cost memory walks per (family, v, m). Used by planner.cc's search.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "planner/memory_profile.h"
+#include "planner/partition.h"
+#include "planner/planner.h"
+#include "schedules/registry.h"
+
+namespace pw {
+
+inline constexpr int64_t kUnlimitedBytes = std::numeric_limits<int64_t>::max();
+
+class CandidateSearch {
+ public:
+  // `limit`: per-rank bytes (kUnlimitedBytes = none). `model` and `options`
+  // must outlive the search.
+  CandidateSearch(const PlannerModel& model, const PlannerOptions& options, int64_t limit)
+      : model_(model), opt_(options), limit_(limit) {}
+
+  int64_t limit() const { return limit_; }
+
+  // Layer costs for micro-batch size `b` and recompute `r`, computed once
+  // (CostsFor). Errors: CostsFor's.
+  StatusOr<const LayerCostTable*> Table(int64_t b, Recompute r);
+
+  // Evaluates `c` (schedule, v, batch, recompute already set) of `family` in
+  // place: feasible with its predictions and artifacts, or rejected with a
+  // RejectKind and the reason with its numbers.
+  void Evaluate(Candidate& c, const ScheduleInfo& family, Recompute rc, const StageOverrides& overrides);
+
+ private:
+  // The order of a fixed-order family does not depend on costs: its unit
+  // program gives the memory walk for the partitioner. A memory-adaptive
+  // family (zb-auto, zb-v) changes its order to fit the limit: its unit
+  // program (no limit) is the order it prefers, and the walk of one
+  // microbatch in flight (OneMicrobatchOrder) the least it can run in.
+  struct UnitProgram {
+    Status status;
+    std::vector<int> stage_to_rank;
+    std::shared_ptr<const MemoryProfile> profile;  // the family's order with no memory limit
+    std::shared_ptr<const MemoryProfile> least;    // memory-adaptive families: OneMicrobatchOrder
+  };
+  // One candidate's shape and its layer costs as prefix sums.
+  struct Layout {
+    const LayerCostTable* table = nullptr;
+    int P = 0, v = 0, S = 0, L = 0;
+    const std::vector<int>* stage_to_rank = nullptr;
+    std::vector<int64_t> static_prefix, act_prefix, stash_prefix;  // size L + 1
+  };
+  // A split and the per-rank peaks it gives under one memory walk.
+  struct Split {
+    bool fits = false;
+    Boundaries boundaries;
+    std::vector<int64_t> peaks, transient;
+    int worst = 0;  // the rank with the largest peak
+  };
+
+  const UnitProgram& Unit(const ScheduleInfo& family, int v, int m);
+  // --layers-per-stage as boundaries; empty when not given. Errors
+  // (InvalidArgument) when its counts do not fit S stages of L layers.
+  StatusOr<Boundaries> GivenSplit(int S, int L) const;
+  // Per-rank peak of split `b` under the walk `profile`: static + the walk's
+  // peak + the largest recompute workspace of the rank's stages (written to
+  // `transient`).
+  std::vector<int64_t> RankPeaks(const Layout& lay, const MemoryProfile& profile, const Boundaries& b,
+                                 std::vector<int64_t>* transient) const;
+  // The split for walk `profile`: `start` (time-optimal or given) if it fits;
+  // else (not `fixed`) a memory-aware one — exact for v = 1, each stage within
+  // limit / v for v > 1; if none fits, `start` with fits = false.
+  Split SplitFor(const Layout& lay, const MemoryProfile& profile, const Boundaries& start, bool fixed,
+                 const StageOverrides& overrides) const;
+  // Generates with the real costs, runs the pipeline chain and records the
+  // prediction, or rejects `c`.
+  void Simulate(Candidate& c, const ScheduleInfo& family, const Layout& lay, const UnitProgram& unit,
+                const Split& split);
+  // Fills c's predictions from a simulation of `lowered`.
+  void Record(Candidate& c, const Program& lowered, const SimResult& sim, const std::vector<int64_t>& transient) const;
+
+  const PlannerModel& model_;
+  const PlannerOptions& opt_;
+  int64_t limit_ = kUnlimitedBytes;
+  std::map<std::pair<int64_t, int>, LayerCostTable> tables_;  // (b, recompute) -> costs
+  std::map<std::tuple<std::string, int, int>, UnitProgram> units_;  // (family, v, m)
+};
+
+}  // namespace pw
