@@ -37,6 +37,12 @@
 
 namespace pw {
 
+// The shape features a fit may use (FeatureValue), the layer kinds a profile
+// measures and the quantities of each kind, in file and message order.
+inline const std::vector<std::string> kProfileFeatures = {"tokens", "tokens_x_seq", "one", "bytes"};
+inline constexpr const char* kProfileKinds[] = {"embedding", "block", "head"};
+inline constexpr const char* kProfileQuantities[] = {"F", "I", "W", "B", "activation_bytes", "wstash_bytes"};
+
 // Features a fitted quantity may depend on, per microbatch of b sequences of
 // length s: "tokens" = b*s (GEMMs, elementwise work, most activations),
 // "tokens_x_seq" = b*s^2 (attention scores and softmax: Narayanan et al.

@@ -1,0 +1,227 @@
+// The profile file (format "pipewright-profile"): its JSON reader and
+// writer, and the table of fits printed by `pipewright profile`
+// (profile_fit.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "planner/profile_fit.h"
+
+namespace pw {
+
+namespace {
+
+using nlohmann::json;
+
+
+json FitToJson(const LinearFit& f) {
+  json j = {{"features", f.features},
+            {"coefficients", f.coefficients},
+            {"rel_rms_error", f.rel_rms_error},
+            {"max_rel_error", f.max_rel_error},
+            {"points", f.points}};
+  if (f.max_tokens > 0) j["tokens_range"] = {f.min_tokens, f.max_tokens};
+  return j;
+}
+
+Status FitFromJson(const json& j, const std::string& path, LinearFit* out) {
+  if (!j.is_object() || !j.contains("features") || !j["features"].is_array() || !j.contains("coefficients") ||
+      !j["coefficients"].is_array())
+    return Status::InvalidArgument(path + " must be {\"features\": [...], \"coefficients\": [...]}");
+  LinearFit f;
+  for (const json& n : j["features"]) {
+    if (!n.is_string() ||
+        std::find(kProfileFeatures.begin(), kProfileFeatures.end(), n.get<std::string>()) == kProfileFeatures.end())
+      return Status::InvalidArgument(path + ".features: unknown feature " + n.dump() +
+                                     " (known: tokens, tokens_x_seq, one, bytes)");
+    f.features.push_back(n.get<std::string>());
+  }
+  for (const json& c : j["coefficients"]) {
+    if (!c.is_number()) return Status::InvalidArgument(path + ".coefficients must be numbers, got " + c.dump());
+    f.coefficients.push_back(c.get<double>());
+  }
+  if (f.coefficients.size() != f.features.size())
+    return Status::InvalidArgument(path + ".coefficients must be a list of " + std::to_string(f.features.size()) +
+                                   " numbers (one per feature), got " + std::to_string(f.coefficients.size()));
+  f.rel_rms_error = j.value("rel_rms_error", 0.0);
+  f.max_rel_error = j.value("max_rel_error", 0.0);
+  f.points = j.value("points", 0);
+  if (j.contains("tokens_range")) {
+    const json& r = j["tokens_range"];
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer() ||
+        r[0].get<int64_t>() < 1 || r[1].get<int64_t>() < r[0].get<int64_t>())
+      return Status::InvalidArgument(path + ".tokens_range must be [min, max] tokens with 1 <= min <= max, got " +
+                                     r.dump());
+    f.min_tokens = r[0].get<int64_t>();
+    f.max_tokens = r[1].get<int64_t>();
+  }
+  *out = std::move(f);
+  return Status::Ok();
+}
+
+// Model keys the fits depend on (everything but the number of blocks).
+}  // namespace
+
+bool IsProfileDocument(const json& j) {
+  return j.is_object() && j.contains("format") && j["format"] == "pipewright-profile" && j.contains("fits");
+}
+
+StatusOr<json> ProfileToJson(const Profile& p) {
+  json j;
+  j["format"] = "pipewright-profile";
+  j["version"] = 1;
+  j["setup"] = p.setup;
+  j["model"] = p.model;
+  j["element_bytes"] = p.element_bytes;
+  j["micro_batch_size"] = p.micro_batch_size;
+  j["seq_length"] = p.seq_length;
+  j["recompute"] = "none";
+  if (p.comm) {
+    j["comm"] = {{"latency_s", p.comm->latency_s}, {"bandwidth_bytes_per_s", p.comm->bandwidth_bytes_per_s}};
+    if (p.comm_fit) j["comm"]["fit"] = FitToJson(*p.comm_fit);
+    json cs = json::array();
+    for (const CommSample& c : p.comm_samples) cs.push_back({{"bytes", c.bytes}, {"seconds", c.seconds}});
+    j["comm"]["samples"] = cs;
+  }
+  json fits = json::object();
+  for (const auto& [kind, k] : p.fits)
+    fits[kind] = {{"F", FitToJson(k.f)},
+                  {"I", FitToJson(k.i)},
+                  {"W", FitToJson(k.w)},
+                  {"B", FitToJson(k.b)},
+                  {"activation_bytes", FitToJson(k.activation_bytes)},
+                  {"wstash_bytes", FitToJson(k.wstash_bytes)},
+                  {"static_bytes", k.static_bytes}};
+  j["fits"] = fits;
+  json samples = json::array();
+  for (const ProfileSample& s : p.samples)
+    samples.push_back({{"kind", s.kind},
+                       {"micro_batch_size", s.micro_batch_size},
+                       {"seq_length", s.seq_length},
+                       {"F", s.f},
+                       {"I", s.i},
+                       {"W", s.w},
+                       {"B", s.b},
+                       {"activation_bytes", s.activation_bytes},
+                       {"wstash_bytes", s.wstash_bytes},
+                       {"output_bytes", s.output_bytes}});
+  j["samples"] = samples;
+  PW_ASSIGN_OR_RETURN(LayerCostTable t, ProfileLayerCosts(p, p.model, p.micro_batch_size, p.seq_length));
+  j["layers"] = LayerCostsToJson(t)["layers"];
+  return j;
+}
+
+StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
+  if (!IsProfileDocument(j))
+    return Status::InvalidArgument(source + ": not a profile (needs \"format\": \"pipewright-profile\" and \"fits\"; "
+                                            "write one with `pipewright profile`)");
+  Profile p;
+  if (j.contains("setup")) p.setup = j["setup"];
+  if (!j.contains("model") || !j["model"].is_object())
+    return Status::InvalidArgument(source + ": model must be the profiled GPT config object");
+  p.model = j["model"];
+  p.element_bytes = j.value("element_bytes", int64_t{4});
+  p.micro_batch_size = j.value("micro_batch_size", int64_t{1});
+  p.seq_length = j.value("seq_length", int64_t{1});
+  const json& fits = j["fits"];
+  if (!fits.is_object() || fits.empty()) return Status::InvalidArgument(source + ": fits must be a non-empty object");
+  for (auto it = fits.begin(); it != fits.end(); ++it) {
+    const std::string path = source + ": fits." + it.key();
+    if (std::find(std::begin(kProfileKinds), std::end(kProfileKinds), it.key()) == std::end(kProfileKinds))
+      return Status::InvalidArgument(path + ": unknown layer kind (known: embedding, block, head)");
+    KindFit k;
+    const json& o = it.value();
+    PW_RETURN_IF_ERROR(FitFromJson(o.value("F", json()), path + ".F", &k.f));
+    PW_RETURN_IF_ERROR(FitFromJson(o.value("I", json()), path + ".I", &k.i));
+    PW_RETURN_IF_ERROR(FitFromJson(o.value("W", json()), path + ".W", &k.w));
+    PW_RETURN_IF_ERROR(FitFromJson(o.value("B", json()), path + ".B", &k.b));
+    PW_RETURN_IF_ERROR(FitFromJson(o.value("activation_bytes", json()), path + ".activation_bytes", &k.activation_bytes));
+    PW_RETURN_IF_ERROR(FitFromJson(o.value("wstash_bytes", json()), path + ".wstash_bytes", &k.wstash_bytes));
+    if (!o.contains("static_bytes") || !o["static_bytes"].is_number_integer() || o["static_bytes"].get<int64_t>() < 0)
+      return Status::InvalidArgument(path + ".static_bytes must be an integer >= 0 (bytes)");
+    k.static_bytes = o["static_bytes"].get<int64_t>();
+    p.fits[it.key()] = k;
+  }
+  if (j.contains("comm")) {
+    const json& c = j["comm"];
+    if (!c.is_object() || !c.contains("latency_s") || !c["latency_s"].is_number() ||
+        !c.contains("bandwidth_bytes_per_s") || !c["bandwidth_bytes_per_s"].is_number())
+      return Status::InvalidArgument(source + ": comm must be {\"latency_s\": s, \"bandwidth_bytes_per_s\": B/s}");
+    p.comm = CommModel{c["latency_s"].get<double>(), c["bandwidth_bytes_per_s"].get<double>()};
+    if (c.contains("fit")) {
+      LinearFit f;
+      PW_RETURN_IF_ERROR(FitFromJson(c["fit"], source + ": comm.fit", &f));
+      p.comm_fit = f;
+    }
+    if (c.contains("samples") && c["samples"].is_array())
+      for (const json& s : c["samples"]) p.comm_samples.push_back({s.value("bytes", int64_t{0}), s.value("seconds", 0.0)});
+  }
+  if (j.contains("samples") && j["samples"].is_array())
+    for (const json& s : j["samples"]) {
+      ProfileSample ps;
+      ps.kind = s.value("kind", std::string());
+      ps.micro_batch_size = s.value("micro_batch_size", int64_t{0});
+      ps.seq_length = s.value("seq_length", int64_t{0});
+      ps.f = s.value("F", 0.0);
+      ps.i = s.value("I", 0.0);
+      ps.w = s.value("W", 0.0);
+      ps.b = s.value("B", 0.0);
+      ps.activation_bytes = s.value("activation_bytes", int64_t{0});
+      ps.wstash_bytes = s.value("wstash_bytes", int64_t{0});
+      ps.output_bytes = s.value("output_bytes", int64_t{0});
+      p.samples.push_back(ps);
+    }
+  // Fits without a recorded range (older files) get their kind's samples'.
+  for (auto& [kind, k] : p.fits) {
+    int64_t lo = 0, hi = 0;
+    for (const ProfileSample& s : p.samples)
+      if (s.kind == kind && s.micro_batch_size > 0 && s.seq_length > 0) {
+        const int64_t t = s.micro_batch_size * s.seq_length;
+        lo = lo == 0 ? t : std::min(lo, t);
+        hi = std::max(hi, t);
+      }
+    if (hi == 0) continue;
+    for (LinearFit* f : {&k.f, &k.i, &k.w, &k.b, &k.activation_bytes, &k.wstash_bytes})
+      if (f->max_tokens == 0) {
+        f->min_tokens = lo;
+        f->max_tokens = hi;
+      }
+  }
+  // The fits must evaluate on the profiled model (catches a bad model object).
+  auto check = ProfileLayerCosts(p, p.model, p.micro_batch_size, p.seq_length);
+  if (!check.ok()) return check.status().WithContext(source);
+  p.source = source;  // after the check: its message already starts with `source`
+  return p;
+}
+
+std::string FormatProfileFits(const Profile& p) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-9s %-16s %-34s %-40s %9s %9s %6s\n", "kind", "quantity", "model",
+                "coefficients", "rms err", "max err", "points");
+  out += line;
+  auto row = [&](const std::string& kind, const std::string& q, const LinearFit& f) {
+    std::string model, coef;
+    for (size_t k = 0; k < f.features.size(); ++k) {
+      model += (k ? " + c" : "c") + std::to_string(k) + "*" + f.features[k];
+      char c[32];
+      std::snprintf(c, sizeof c, "%s%.4g", k ? " " : "", f.coefficients[k]);
+      coef += c;
+    }
+    std::snprintf(line, sizeof line, "%-9s %-16s %-34s %-40s %8.2f%% %8.2f%% %6d\n", kind.c_str(), q.c_str(),
+                  model.c_str(), coef.c_str(), 100 * f.rel_rms_error, 100 * f.max_rel_error, f.points);
+    out += line;
+  };
+  for (const auto& [kind, k] : p.fits) {
+    row(kind, "F (s)", k.f);
+    row(kind, "I (s)", k.i);
+    row(kind, "W (s)", k.w);
+    row(kind, "B (s)", k.b);
+    row(kind, "activation (B)", k.activation_bytes);
+    row(kind, "wstash (B)", k.wstash_bytes);
+  }
+  if (p.comm_fit) row("p2p", "one-way (s)", *p.comm_fit);
+  return out;
+}
+
+}  // namespace pw
