@@ -122,6 +122,215 @@ bool IsNonFiniteLoss(const Status& status) {
   return status.code() == StatusCode::kComputeError && status.message().find(kNonFiniteLoss) != std::string::npos;
 }
 
+namespace {
+
+// What one run shares between its phases (the plan, its data, the engine, the
+// communicator and the summary being filled).
+struct RunContext {
+  const RunOptions& options;
+  Communicator& comm;
+  std::FILE* out;
+  const Plan& plan;
+  const TrainingShape& shape;
+  TextDataset& data;
+  Engine& engine;
+  RunSummary& summary;
+  std::string plan_hash;
+  std::string dtype;  // "float32" | "float64"
+  bool printer = false;  // rank 0 prints
+};
+
+// The engine's options: the run's flags and the clipping the plan allows.
+StatusOr<EngineOptions> EngineOptionsFor(const RunOptions& options, const Plan& plan) {
+  PW_ASSIGN_OR_RETURN(double clip, ClipNorm(options, plan));
+  EngineOptions eo;
+  eo.clip_grad_norm = clip;
+  eo.device = options.device;
+  eo.local_rank = options.local_rank;
+  eo.device_messages = options.device_messages;
+  eo.double_precision = options.double_precision;
+  eo.init_seed = options.seed;
+  eo.lr = options.lr;
+  eo.weight_decay = options.weight_decay;
+  eo.beta2 = options.beta2;
+  return eo;
+}
+
+// --resume: checks the checkpoint against this run and loads every rank's
+// file; agreed on, so all ranks refuse together. Sets summary.first_step.
+Status Resume(RunContext& run) {
+  const RunOptions& options = run.options;
+  Status st;
+  StatusOr<std::string> dir = ResolveResumeDir(options.resume);
+  StatusOr<CheckpointManifest> manifest = dir.ok() ? ReadManifest(*dir) : StatusOr<CheckpointManifest>(dir.status());
+  if (!manifest.ok()) st = manifest.status();
+  if (st.ok()) st = CheckResumable(*manifest, *dir, run.plan_hash, run.plan.pp_size, options.seed, run.dtype);
+  if (st.ok() && manifest->steps_done >= options.steps)
+    st = Status::InvalidArgument("--resume " + *dir + ": the checkpoint is after step " +
+                                 std::to_string(manifest->steps_done) + ", --steps is " +
+                                 std::to_string(options.steps) + ": nothing left to run");
+  if (st.ok()) st = run.engine.LoadCheckpoint(*dir + "/" + manifest->files[run.comm.rank()]);
+  PW_RETURN_IF_ERROR(AgreeOnStatus(st, run.comm));
+  run.summary.first_step = manifest->steps_done;
+  if (run.printer) std::fprintf(run.out, "resumed from %s after step %d\n", dir->c_str(), run.summary.first_step);
+  return Status::Ok();
+}
+
+// Every rank writes its file of step `done`; rank 0 then writes the manifest
+// (last: a step directory with a manifest has every rank's file in place).
+// Returns the slowest rank's seconds.
+StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
+  const auto c0 = std::chrono::steady_clock::now();
+  const std::string dir = CheckpointStepDir(run.options.checkpoint_dir, done);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  Status st = ec ? Status::InvalidArgument("--checkpoint-dir: cannot create " + dir + ": " + ec.message())
+                 : run.engine.SaveCheckpoint(CheckpointRankFile(dir, run.comm.rank()));
+  PW_RETURN_IF_ERROR(AgreeOnStatus(st, run.comm));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(run.comm, {secs, static_cast<double>(FileBytes(
+                                                                      CheckpointRankFile(dir, run.comm.rank())))}));
+  double max_s = 0, bytes = 0;
+  for (const auto& v : all) {
+    max_s = std::max(max_s, v[0]);
+    bytes += v[1];
+  }
+  if (run.printer) {
+    CheckpointManifest m;
+    m.plan_hash = run.plan_hash;
+    m.schedule = run.plan.schedule;
+    m.pp_size = run.plan.pp_size;
+    m.steps_done = done;
+    m.seed = run.options.seed;
+    m.dtype = run.dtype;
+    m.data_position = static_cast<int64_t>(done) * run.shape.batch_rows;
+    for (int rr = 0; rr < run.plan.pp_size; ++rr) m.files.push_back("rank_" + std::to_string(rr) + ".pt");
+    PW_RETURN_IF_ERROR(WriteManifest(dir, m));
+    std::fprintf(run.out, "checkpoint %s | %d files, %.0f bytes | %.3f s\n", dir.c_str(), run.plan.pp_size, bytes,
+                 max_s);
+    std::fflush(run.out);
+  }
+  ++run.summary.checkpoints_written;
+  run.summary.checkpoint_bytes = static_cast<int64_t>(bytes);
+  return max_s;
+}
+
+// The training steps from summary.first_step to --steps: logging, the
+// non-finite loss stop, checkpoints, fault injection, the traced step.
+Status TrainSteps(RunContext& run) {
+  const RunOptions& options = run.options;
+  RunSummary& summary = run.summary;
+  double sum_step = 0, sum_tps = 0, sum_bubble = 0, sum_ckpt = 0;
+  int counted = 0;
+  const int trace_step = options.trace_step < 0 ? options.steps - 1 : options.trace_step;
+  std::vector<ActionSpan> traced;
+  StepHooks hooks;
+  hooks.board = options.board;
+  hooks.record_spans = !options.trace_path.empty();
+  const int fault_index = static_cast<int>(run.plan.ranks[run.comm.rank()].size() / 2);
+  int current_step = 0;
+  if (options.fault_rank == run.comm.rank())
+    hooks.before_action = [&](int index) {
+      if (current_step != options.fault_step || index != fault_index) return;
+      std::fprintf(stderr, "rank %d (pid %d): fault injection: %s at step %d, action %d\n", run.comm.rank(),
+                   static_cast<int>(::getpid()), options.fault_kind == "hang" ? "SIGSTOP" : "SIGKILL", current_step,
+                   index);
+      std::fflush(stderr);
+      ::raise(options.fault_kind == "hang" ? SIGSTOP : SIGKILL);
+    };
+  for (int step = summary.first_step; step < options.steps; ++step) {
+    current_step = step;
+    run.engine.SetLearningRate(LearningRate(options, step));
+    TokenBatch batch = run.data.Batch(step, run.shape.batch_rows);
+    StatusOr<StepReport> r = run.engine.Step(batch, /*apply_optimizer=*/true, &hooks);
+    if (!r.ok()) return r.status();
+    // The loss is all-gathered in Step: every rank sees the same value and
+    // stops here at the same step.
+    if (!std::isfinite(r->loss))
+      return Status::ComputeError(std::string(kNonFiniteLoss) + " (" + Num(r->loss) + ") at step " +
+                                  std::to_string(step + 1) + "/" + std::to_string(options.steps) + " (rank " +
+                                  std::to_string(run.comm.rank()) + "): training diverged; lower --lr (" +
+                                  Num(LearningRate(options, step)) + " at this step) or use --clip-grad-norm");
+    if (step == trace_step) traced = r->spans;
+    const double tps = static_cast<double>(r->tokens) / r->step_s;
+    if (step == summary.first_step) summary.first_loss = r->loss;
+    summary.last_loss = r->loss;
+    if (step > summary.first_step || options.steps - summary.first_step == 1) {
+      sum_step += r->step_s;
+      sum_tps += tps;
+      sum_bubble += r->bubble_ratio;
+      ++counted;
+    }
+    if (run.printer && (step % std::max(1, options.log_every) == 0 || step + 1 == options.steps)) {
+      std::fprintf(run.out, "step %d/%d | loss %.4f | %.0f tok/s | step %.3f s | bubble %.3f\n", step + 1,
+                   options.steps, r->loss, tps, r->step_s, r->bubble_ratio);
+      std::fflush(run.out);
+    }
+    const int done = step + 1;
+    if (options.checkpoint_every > 0 && done % options.checkpoint_every == 0) {
+      PW_ASSIGN_OR_RETURN(double secs, WriteStepCheckpoint(run, done));
+      sum_ckpt += secs;
+    }
+  }
+  if (summary.checkpoints_written > 0) summary.mean_checkpoint_s = sum_ckpt / summary.checkpoints_written;
+  if (!options.trace_path.empty()) {
+    if (trace_step < summary.first_step || trace_step >= options.steps)
+      traced.clear();  // WriteMeasuredTrace reports it
+    PW_RETURN_IF_ERROR(WriteMeasuredTrace(run.plan, traced, run.comm, options.trace_path,
+                                          "measured step " + std::to_string(trace_step) + " of " + options.plan_path));
+    if (run.printer) std::fprintf(run.out, "trace of step %d -> %s\n", trace_step, options.trace_path.c_str());
+  }
+  summary.mean_step_s = sum_step / counted;
+  summary.mean_tokens_per_s = sum_tps / counted;
+  summary.mean_bubble_ratio = sum_bubble / counted;
+  return Status::Ok();
+}
+
+// --save (or a temporary directory for --sample): every rank saves its
+// stages; rank 0 samples. A sampling failure goes to `sampled` (reported by
+// the caller after the last collective, so the other ranks finish instead of
+// waiting for rank 0); the returned Status is a collective's or saving's.
+Status SaveAndSample(RunContext& run, Status* sampled) {
+  const RunOptions& options = run.options;
+  std::string dir = options.save_dir;
+  if (dir.empty() && options.sample_tokens > 0) {
+    // Rank 0 picks a temporary directory and tells the others (same host).
+    std::string mine;
+    if (run.printer) {
+      char tmpl[] = "/tmp/pipewright-stages-XXXXXX";
+      if (mkdtemp(tmpl) == nullptr) return Status::Internal("rank 0: mkdtemp failed");
+      mine = tmpl;
+    }
+    PW_ASSIGN_OR_RETURN(auto all, run.comm.AllGather(mine));
+    dir = all[0];
+  }
+  if (!dir.empty()) {
+    PW_RETURN_IF_ERROR(run.engine.SaveStages(dir));
+    PW_RETURN_IF_ERROR(run.comm.Barrier());
+  }
+  if (options.sample_tokens > 0 && run.printer) {
+    SampleOptions so;
+    so.prompt = options.sample_prompt;
+    so.tokens = options.sample_tokens;
+    so.temperature = options.temperature;
+    so.seed = options.seed;
+    StatusOr<std::string> text = SampleText(run.plan, dir, so);
+    if (text.ok()) {
+      run.summary.sample = *text;
+      std::fprintf(run.out, "--- sample (%d bytes, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
+                   options.temperature, run.summary.sample.c_str());
+    } else {
+      *sampled = text.status().WithContext("sampling on rank 0 from " + dir +
+                                          " (every rank saves its stages there: on several hosts, pass --save "
+                                          "with a directory on a shared filesystem)");
+    }
+    if (options.save_dir.empty()) std::filesystem::remove_all(dir);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, std::FILE* out) {
   // Local checks only, the same on every rank: all ranks refuse together.
   PW_RETURN_IF_ERROR(ValidateRunOptions(options));
@@ -136,190 +345,32 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     (void)agreed;  // our own error is the one to report
     return data.status().WithContext("rank " + std::to_string(comm.rank()));
   }
-  const std::string dtype = options.double_precision ? "float64" : "float32";
-  StatusOr<double> clip = ClipNorm(options, *plan);
-  if (!clip.ok()) return clip.status();
+  PW_ASSIGN_OR_RETURN(EngineOptions eo, EngineOptionsFor(options, *plan));
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
-  EngineOptions eo;
-  eo.clip_grad_norm = *clip;
-  eo.device = options.device;
-  eo.local_rank = options.local_rank;
-  eo.device_messages = options.device_messages;
-  eo.double_precision = options.double_precision;
-  eo.init_seed = options.seed;
-  eo.lr = options.lr;
-  eo.weight_decay = options.weight_decay;
-  eo.beta2 = options.beta2;
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
-  const bool printer = comm.rank() == 0;
-  const std::string plan_hash = PlanHash(*plan);
   RunSummary summary;
-  if (!options.resume.empty()) {
-    Status st;
-    StatusOr<std::string> dir = ResolveResumeDir(options.resume);
-    StatusOr<CheckpointManifest> manifest = dir.ok() ? ReadManifest(*dir) : StatusOr<CheckpointManifest>(dir.status());
-    if (!manifest.ok()) st = manifest.status();
-    if (st.ok()) st = CheckResumable(*manifest, *dir, plan_hash, plan->pp_size, options.seed, dtype);
-    if (st.ok() && manifest->steps_done >= options.steps)
-      st = Status::InvalidArgument("--resume " + *dir + ": the checkpoint is after step " +
-                                   std::to_string(manifest->steps_done) + ", --steps is " +
-                                   std::to_string(options.steps) + ": nothing left to run");
-    if (st.ok()) st = engine->LoadCheckpoint(*dir + "/" + manifest->files[comm.rank()]);
-    PW_RETURN_IF_ERROR(AgreeOnStatus(st, comm));
-    summary.first_step = manifest->steps_done;
-    if (printer) std::fprintf(out, "resumed from %s after step %d\n", dir->c_str(), summary.first_step);
-  }
-  if (printer)
+  RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
+                 options.double_precision ? "float64" : "float32", comm.rank() == 0};
+  if (!options.resume.empty()) PW_RETURN_IF_ERROR(Resume(run));
+  if (run.printer)
     std::fprintf(out,
                  "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes of text, %d steps\n",
                  plan->schedule.c_str(), plan->pp_size, plan->num_stages, plan->num_microbatches, shape->batch_rows,
                  shape->seq_length, static_cast<long long>(data->num_bytes()), options.steps);
-  double sum_step = 0, sum_tps = 0, sum_bubble = 0, sum_ckpt = 0;
-  int counted = 0;
-  const int trace_step = options.trace_step < 0 ? options.steps - 1 : options.trace_step;
-  std::vector<ActionSpan> traced;
-  StepHooks hooks;
-  hooks.board = options.board;
-  hooks.record_spans = !options.trace_path.empty();
-  const int fault_index = static_cast<int>(plan->ranks[comm.rank()].size() / 2);
-  int current_step = 0;
-  if (options.fault_rank == comm.rank())
-    hooks.before_action = [&](int index) {
-      if (current_step != options.fault_step || index != fault_index) return;
-      std::fprintf(stderr, "rank %d (pid %d): fault injection: %s at step %d, action %d\n", comm.rank(),
-                   static_cast<int>(::getpid()),
-                   options.fault_kind == "hang" ? "SIGSTOP" : "SIGKILL", current_step, index);
-      std::fflush(stderr);
-      ::raise(options.fault_kind == "hang" ? SIGSTOP : SIGKILL);
-    };
-  for (int step = summary.first_step; step < options.steps; ++step) {
-    current_step = step;
-    engine->SetLearningRate(LearningRate(options, step));
-    TokenBatch batch = data->Batch(step, shape->batch_rows);
-    StatusOr<StepReport> r = engine->Step(batch, /*apply_optimizer=*/true, &hooks);
-    if (!r.ok()) return r.status();
-    // The loss is all-gathered in Step: every rank sees the same value and
-    // stops here at the same step.
-    if (!std::isfinite(r->loss))
-      return Status::ComputeError(std::string(kNonFiniteLoss) + " (" + Num(r->loss) + ") at step " +
-                                  std::to_string(step + 1) + "/" + std::to_string(options.steps) + " (rank " +
-                                  std::to_string(comm.rank()) + "): training diverged; lower --lr (" +
-                                  Num(LearningRate(options, step)) + " at this step) or use --clip-grad-norm");
-    if (step == trace_step) traced = r->spans;
-    const double tps = static_cast<double>(r->tokens) / r->step_s;
-    if (step == summary.first_step) summary.first_loss = r->loss;
-    summary.last_loss = r->loss;
-    if (step > summary.first_step || options.steps - summary.first_step == 1) {
-      sum_step += r->step_s;
-      sum_tps += tps;
-      sum_bubble += r->bubble_ratio;
-      ++counted;
-    }
-    if (printer && (step % std::max(1, options.log_every) == 0 || step + 1 == options.steps)) {
-      std::fprintf(out, "step %d/%d | loss %.4f | %.0f tok/s | step %.3f s | bubble %.3f\n", step + 1,
-                   options.steps, r->loss, tps, r->step_s, r->bubble_ratio);
-      std::fflush(out);
-    }
-    const int done = step + 1;
-    if (options.checkpoint_every > 0 && done % options.checkpoint_every == 0) {
-      const auto c0 = std::chrono::steady_clock::now();
-      const std::string dir = CheckpointStepDir(options.checkpoint_dir, done);
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      Status st = ec ? Status::InvalidArgument("--checkpoint-dir: cannot create " + dir + ": " + ec.message())
-                     : engine->SaveCheckpoint(CheckpointRankFile(dir, comm.rank()));
-      PW_RETURN_IF_ERROR(AgreeOnStatus(st, comm));
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-      PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(comm, {secs, static_cast<double>(FileBytes(
-                                                                      CheckpointRankFile(dir, comm.rank())))}));
-      double max_s = 0, bytes = 0;
-      for (const auto& v : all) {
-        max_s = std::max(max_s, v[0]);
-        bytes += v[1];
-      }
-      if (printer) {
-        // Rank 0 writes the manifest last: a step directory with a manifest
-        // has every rank's file in place.
-        CheckpointManifest m;
-        m.plan_hash = plan_hash;
-        m.schedule = plan->schedule;
-        m.pp_size = plan->pp_size;
-        m.steps_done = done;
-        m.seed = options.seed;
-        m.dtype = dtype;
-        m.data_position = static_cast<int64_t>(done) * shape->batch_rows;
-        for (int rr = 0; rr < plan->pp_size; ++rr) m.files.push_back("rank_" + std::to_string(rr) + ".pt");
-        PW_RETURN_IF_ERROR(WriteManifest(dir, m));
-        std::fprintf(out, "checkpoint %s | %d files, %.0f bytes | %.3f s\n", dir.c_str(), plan->pp_size, bytes,
-                     max_s);
-        std::fflush(out);
-      }
-      ++summary.checkpoints_written;
-      sum_ckpt += max_s;
-      summary.checkpoint_bytes = static_cast<int64_t>(bytes);
-    }
-  }
-  if (summary.checkpoints_written > 0) summary.mean_checkpoint_s = sum_ckpt / summary.checkpoints_written;
-  if (!options.trace_path.empty()) {
-    if (trace_step < summary.first_step || trace_step >= options.steps)
-      traced.clear();  // WriteMeasuredTrace reports it
-    PW_RETURN_IF_ERROR(WriteMeasuredTrace(*plan, traced, comm, options.trace_path,
-                                          "measured step " + std::to_string(trace_step) + " of " + options.plan_path));
-    if (printer) std::fprintf(out, "trace of step %d -> %s\n", trace_step, options.trace_path.c_str());
-  }
-  summary.mean_step_s = sum_step / counted;
-  summary.mean_tokens_per_s = sum_tps / counted;
-  summary.mean_bubble_ratio = sum_bubble / counted;
-
-  std::string dir = options.save_dir;
-  if (dir.empty() && options.sample_tokens > 0) {
-    // Rank 0 picks a temporary directory and tells the others (same host).
-    std::string mine;
-    if (printer) {
-      char tmpl[] = "/tmp/pipewright-stages-XXXXXX";
-      if (mkdtemp(tmpl) == nullptr) return Status::Internal("rank 0: mkdtemp failed");
-      mine = tmpl;
-    }
-    PW_ASSIGN_OR_RETURN(auto all, comm.AllGather(mine));
-    dir = all[0];
-  }
-  if (!dir.empty()) {
-    PW_RETURN_IF_ERROR(engine->SaveStages(dir));
-    PW_RETURN_IF_ERROR(comm.Barrier());
-  }
-  // Rank 0 samples; a failure there is reported after the collective below,
-  // so the other ranks finish instead of waiting for rank 0.
+  PW_RETURN_IF_ERROR(TrainSteps(run));
   Status sampled;
-  if (options.sample_tokens > 0 && printer) {
-    SampleOptions so;
-    so.prompt = options.sample_prompt;
-    so.tokens = options.sample_tokens;
-    so.temperature = options.temperature;
-    so.seed = options.seed;
-    StatusOr<std::string> text = SampleText(*plan, dir, so);
-    if (text.ok()) {
-      summary.sample = *text;
-      std::fprintf(out, "--- sample (%d bytes, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
-                   options.temperature, summary.sample.c_str());
-    } else {
-      sampled = text.status().WithContext("sampling on rank 0 from " + dir +
-                                          " (every rank saves its stages there: on several hosts, pass --save "
-                                          "with a directory on a shared filesystem)");
-    }
-    if (options.save_dir.empty()) std::filesystem::remove_all(dir);
-  }
+  PW_RETURN_IF_ERROR(SaveAndSample(run, &sampled));
   // Bit-exact fingerprint of the trained weights, every rank (resume and
   // launcher tests compare it).
   PW_ASSIGN_OR_RETURN(auto digests, comm.AllGather(ParameterDigest(engine->Parameters())));
-  if (printer) {
+  if (run.printer) {
     std::fprintf(out, "parameters fnv1a64:");
     for (size_t r = 0; r < digests.size(); ++r) std::fprintf(out, " rank%zu=%s", r, digests[r].c_str());
     std::fprintf(out, "\n");
-  }
-  if (printer)
     std::fprintf(out, "done: loss %.4f -> %.4f | mean step %.3f s | %.0f tok/s | bubble %.3f\n", summary.first_loss,
                  summary.last_loss, summary.mean_step_s, summary.mean_tokens_per_s, summary.mean_bubble_ratio);
+  }
   PW_RETURN_IF_ERROR(sampled);
   return summary;
 }
