@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 
+#include "schedules/validate.h"
 #include "tests/testing/schedule_util.h"
 
 namespace pw::testing {
@@ -47,8 +48,6 @@ TEST_P(PropertySweep, EveryShapeIsValidAndComplete) {
         }
         const std::string ctx = name + " P=" + std::to_string(P) + " m=" + std::to_string(m) + " v=" +
                                 std::to_string(v);
-        Status st = ValidateProgram(*compute);
-        ASSERT_TRUE(st.ok()) << ctx << ": " << st.ToString();
         // Each (stage, microbatch) computed exactly once: count F and backward.
         std::map<std::pair<int, int>, int> f, bwd;
         for (const auto& list : compute->ranks)
@@ -58,13 +57,12 @@ TEST_P(PropertySweep, EveryShapeIsValidAndComplete) {
           }
         ASSERT_EQ(static_cast<int>(f.size()), compute->num_stages * m) << ctx;
         ASSERT_EQ(static_cast<int>(bwd.size()), compute->num_stages * m) << ctx;
+        // Validate the order, lower, validate (eager + rendezvous), simulate.
         StageCosts costs = UniformCosts(compute->num_stages);
-        auto lowered = AddSendRecv(*compute, costs);
-        ASSERT_TRUE(lowered.ok()) << ctx << ": " << lowered.status().ToString();
-        st = ValidateProgram(*lowered);  // eager + rendezvous
-        ASSERT_TRUE(st.ok()) << ctx << ": " << st.ToString();
-        auto sim = Simulate(*lowered, costs);
-        ASSERT_TRUE(sim.ok()) << ctx;
+        PipelineFailure failure;
+        auto run = SimulateOrder(*compute, costs, &failure);
+        ASSERT_TRUE(run.ok()) << ctx << ": " << PipelineStepName(failure.step) << ": " << run.status().ToString();
+        const SimResult* sim = &run->sim;
         for (int r = 0; r < P; ++r)
           ASSERT_EQ(sim->per_rank[r].end_memory_bytes, sim->per_rank[r].start_memory_bytes) << ctx << " rank " << r;
         ++checked;

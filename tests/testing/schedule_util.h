@@ -1,4 +1,4 @@
-// Test helpers: generate -> lower -> validate -> simulate in one call.
+// Test helpers: the pipeline chain (schedules/pipeline.h) from a few arguments.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <string>
 
 #include "schedules/lower.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
-#include "schedules/simulate.h"
 #include "schedules/validate.h"
 
 namespace pw::testing {
@@ -18,14 +18,11 @@ namespace pw::testing {
     ASSERT_TRUE(pw_st_.ok()) << pw_st_.ToString();      \
   } while (0)
 
-struct Pipeline {
-  Program compute;  // generator output
-  Program lowered;  // with SEND/RECV
-  SimResult sim;    // simulation of `lowered`
-};
+using Pipeline = PipelineResult;
 
-// Generates `schedule`, lowers with `costs` (unit if empty), validates both
-// forms (eager and rendezvous), simulates the lowered program.
+// RunPipeline (schedules/pipeline.h) of a request built from the arguments:
+// `schedule` on P ranks, m microbatches, v stages per rank (0 = default),
+// `costs` (unit if empty), an optional activation memory limit.
 inline StatusOr<Pipeline> RunPipeline(const std::string& schedule, int P, int m, int v = 0,
                                       StageCosts costs = {}, std::optional<double> memory_limit = {}) {
   ScheduleRequest req;
@@ -35,14 +32,7 @@ inline StatusOr<Pipeline> RunPipeline(const std::string& schedule, int P, int m,
   req.virtual_stages = v;
   req.costs = costs;
   req.memory_limit = memory_limit;
-  Pipeline out;
-  PW_ASSIGN_OR_RETURN(out.compute, GenerateSchedule(req));
-  if (costs.stages.empty()) costs = UniformCosts(out.compute.num_stages);
-  PW_RETURN_IF_ERROR(ValidateProgram(out.compute));
-  PW_ASSIGN_OR_RETURN(out.lowered, AddSendRecv(out.compute, costs));
-  PW_RETURN_IF_ERROR(ValidateProgram(out.lowered));
-  PW_ASSIGN_OR_RETURN(out.sim, Simulate(out.lowered, costs));
-  return out;
+  return ::pw::RunPipeline(req);
 }
 
 // Unit costs for P*v stages where each stage costs 1/v (a rank holding the
