@@ -42,6 +42,8 @@ struct PlanCommandOptions {
   double clip_grad_norm = 0.0;
   std::string dtype;  // empty: bf16, or fp32 with --profile (what the profile measured)
   bool no_min_pp = false;
+  bool explain = false;        // --explain / -v: every candidate and rejection
+  std::string format = "text"; // text | json (the candidate table, for tools)
   std::set<std::string> given;  // the long names of the options given on the command line
 };
 
@@ -154,22 +156,34 @@ Status RunPlan(const PlanCommandOptions& c) {
   const auto t0 = std::chrono::steady_clock::now();
   auto result = SearchPlans(model, o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!result.ok()) return result.status();
+  if (!result.ok()) {
+    if (c.explain && result.status().code() == StatusCode::kInfeasible) {
+      auto all = EvaluateCandidates(model, o);
+      if (all.ok()) std::fputs(FormatCandidateTable(*all).c_str(), stdout);
+    }
+    return result.status();
+  }
+  PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*result, model, o));
+  PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
+  if (c.format == "json") {
+    nlohmann::json table = CandidatesToJson(*result);
+    table["plan_file"] = c.output;
+    table["plan_hash"] = PlanHash(plan);
+    table["search_seconds"] = secs;
+    std::printf("%s\n", table.dump(2).c_str());
+    return Status::Ok();
+  }
   std::printf("model: %s (%s); device: %s; P=%d\n",
               model.config ? model.config->name.c_str() : path.c_str(),
               model.profile ? ("measured profile " + c.profile).c_str()
               : model.config ? (std::to_string(TotalParameters(*model.config)) + " parameters").c_str()
                              : "layer costs",
               model.device ? model.device->name.c_str() : "-", o.pp_size);
-  std::fputs(FormatCandidateTable(*result).c_str(), stdout);
-  PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*result, model, o));
-  PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
-  const Candidate& best = result->candidates[result->chosen];
-  std::printf("chosen: %s v=%d m=%d b=%d recompute=%s, %s %.6f s, bubble %.4f -> wrote %s (hash %s)\n",
-              best.schedule.c_str(), best.virtual_stages, best.batch.num_microbatches,
-              static_cast<int>(best.batch.micro_batch_size), best.recompute.c_str(), ObjectiveField(o.objective),
-              best.step_s, best.bubble_ratio, c.output.c_str(), PlanHash(plan).c_str());
-  std::printf("search: %zu candidates in %.3f s\n", result->candidates.size(), secs);
+  if (c.explain) std::fputs(FormatCandidateTable(*result).c_str(), stdout);
+  std::fputs(FormatPlanSummary(*result).c_str(), stdout);
+  std::printf("wrote %s (hash %s); searched %zu candidates in %.3f s%s\n", c.output.c_str(), PlanHash(plan).c_str(),
+              result->candidates.size(), secs,
+              c.explain ? "" : " (--explain lists every candidate, --format json the table for tools)");
   return Status::Ok();
 }
 
@@ -209,6 +223,10 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param) | fp64 (32 B/param, the executor's "
                   "equivalence checks); default bf16, fp32 with --profile");
   cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");
+  cmd->add_flag("--explain,-v", opts->explain, "print every candidate and every rejection, not only the summary");
+  cmd->add_option("--format", opts->format, "text (a summary) | json (the whole candidate table, for tools)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "plan file to write")->capture_default_str();
   cmd->callback([opts, cmd, &ctx]() {
     opts->given.clear();

@@ -109,6 +109,81 @@ std::string FormatCandidateTable(const SearchResult& r) {
   return out;
 }
 
+std::string FormatRejectionSummary(const SearchResult& r) {
+  std::string out;
+  const RejectKind kinds[] = {RejectKind::kMemory, RejectKind::kRequest, RejectKind::kCosts, RejectKind::kSchedule};
+  int rejected = 0;
+  for (const Candidate& c : r.candidates) rejected += c.feasible ? 0 : 1;
+  if (rejected > 0) {
+    out += Row("rejected: %d of %zu candidates\n", rejected, r.candidates.size());
+    for (RejectKind kind : kinds) {
+      int n = 0;
+      const Candidate* example = nullptr;
+      for (const Candidate& c : r.candidates)
+        if (!c.feasible && c.reject == kind) {
+          if (!example) example = &c;
+          ++n;
+        }
+      if (n == 0) continue;
+      out += Row("  %-8s %4d, e.g. %s v=%d m=%d b=%lld %s: %s\n", RejectKindName(kind), n, example->schedule.c_str(),
+                 example->virtual_stages, example->batch.num_microbatches,
+                 static_cast<long long>(example->batch.micro_batch_size), example->recompute.c_str(),
+                 example->reason.c_str());
+    }
+  }
+  if (r.min_pp) {
+    if (r.min_pp->pp_size > 0) {
+      out += Row("smallest P that fits (full recompute, any schedule): %d\n", r.min_pp->pp_size);
+      if (r.min_pp->pp_size > 1)
+        out += Row("  P=%d fails: %s\n", r.min_pp->pp_size - 1, r.min_pp->smaller_reason.c_str());
+    } else {
+      out += Row("no P up to the layer count fits even with full recompute\n");
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// "zb-v v=2 m=128 b=1 recompute=none".
+std::string CandidateName(const Candidate& c) {
+  return Row("%s v=%d m=%d b=%lld recompute=%s", c.schedule.c_str(), c.virtual_stages, c.batch.num_microbatches,
+             static_cast<long long>(c.batch.micro_batch_size), c.recompute.c_str());
+}
+
+}  // namespace
+
+std::string FormatPlanSummary(const SearchResult& r, int next_best) {
+  const Candidate& best = r.candidates[r.chosen];
+  std::string out;
+  int feasible = 0;
+  for (const Candidate& c : r.candidates) feasible += c.feasible ? 1 : 0;
+  out += Row("objective: %s (%s); memory limit per rank: %s\n", ObjectiveField(r.objective),
+             r.objective == Objective::kMakespan ? "step ends at a global optimizer barrier"
+                                                 : "steps overlap, no global barrier",
+             r.memory_limit_bytes ? FormatBytes(*r.memory_limit_bytes).c_str() : "unlimited");
+  out += FormatRejectionSummary(r);
+  int shown = 0;
+  for (size_t k = 0; k < r.candidates.size() && shown < next_best; ++k) {
+    const Candidate& c = r.candidates[k];
+    if (!c.feasible || static_cast<int>(k) == r.chosen) continue;
+    if (shown++ == 0) out += "next best:\n";
+    const double pct = best.step_s > 0 ? 100.0 * (c.step_s - best.step_s) / best.step_s : 0.0;
+    out += Row("  %-48s %s %.5f s (%+.2f %%), bubble %.4f, peak %s\n", CandidateName(c).c_str(),
+               ObjectiveField(r.objective), c.step_s, pct, c.bubble_ratio, FormatBytes(c.max_peak_bytes).c_str());
+  }
+  std::string headroom;
+  if (r.memory_limit_bytes)
+    headroom = " of " + FormatBytes(*r.memory_limit_bytes) + " (" + FormatBytes(*r.memory_limit_bytes - best.max_peak_bytes) +
+               " free)";
+  out += Row("chosen: %s\n", CandidateName(best).c_str());
+  out += Row("  why: the smallest %s of %d feasible candidates: %.6f s, bubble %.4f; peak %s per rank%s\n",
+             ObjectiveField(r.objective), feasible, best.step_s, best.bubble_ratio,
+             FormatBytes(best.max_peak_bytes).c_str(), headroom.c_str());
+  out += Row("  layers per stage: %s\n", FormatStageSizes(best.boundaries).c_str());
+  return out;
+}
+
 nlohmann::json CandidatesToJson(const SearchResult& r) {
   nlohmann::json j;
   j["objective"] = ObjectiveField(r.objective);

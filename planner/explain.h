@@ -24,6 +24,21 @@ StatusOr<int64_t> ParseBytes(const std::string& text);
 // reason (the constraint and the numbers). The chosen row is marked '*'.
 std::string FormatCandidateTable(const SearchResult& result);
 
+// Rejections counted by RejectKind (memory, request, costs, schedule), each
+// with one example (the first in search order: schedule, v, m, b, recompute
+// and its reason), then the smallest-P finding when there is one. What
+// errors and the default `pipewright plan` output show instead of the whole
+// table. Empty when nothing was rejected and no smallest P is known.
+std::string FormatRejectionSummary(const SearchResult& result);
+
+// What `pipewright plan` prints by default (a few dozen lines at most):
+// the objective and limit, the rejection summary, the next `next_best`
+// feasible candidates with their step time's difference to the chosen one
+// (percent) and what differs, and last the chosen candidate with why it won
+// (its step time, bubble, peak against the limit, split). REQUIRES:
+// result.chosen >= 0.
+std::string FormatPlanSummary(const SearchResult& result, int next_best = 4);
+
 // {"objective": "makespan_s", "memory_limit_bytes": ..., "chosen": 0,
 //  "candidates": [{"schedule", "v", "m", "micro_batch_size", "recompute",
 //  "feasible", "reason", "step_s", "makespan_s", "steady_step_s",

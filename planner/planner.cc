@@ -324,7 +324,11 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
       for (size_t k = 0; k < reasons.size() && k < 3; ++k) msg += (k ? "; " : "") + reasons[k];
       if (reasons.size() > 3) msg += "; and " + std::to_string(reasons.size() - 3) + " more (see the table)";
     }
-    if (total > 0 && invalid == total) return Status::InvalidArgument(msg + "\n" + FormatCandidateTable(r));
+    SearchResult rejections = r;  // the smallest P is in the message already
+    rejections.min_pp.reset();
+    const std::string summary =
+        "\n" + FormatRejectionSummary(rejections) + "(pipewright plan --explain lists every candidate)";
+    if (total > 0 && invalid == total) return Status::InvalidArgument(msg + summary);
     if (memory > 0 && r.min_pp) {
       if (r.min_pp->pp_size > 0)
         msg += "; the smallest P that fits (full recompute) is " + std::to_string(r.min_pp->pp_size) +
@@ -333,7 +337,7 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
       else
         msg += "; no P up to the layer count fits even with full recompute (" + r.min_pp->smaller_reason + ")";
     }
-    msg += "\n" + FormatCandidateTable(r);
+    msg += summary;
     return Status::Infeasible(msg);
   }
   return r;

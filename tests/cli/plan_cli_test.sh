@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*"; exit 1; }
   --max-virtual-stages 2 --no-min-pp -o "$T/b.json" > /dev/null || fail "second run failed"
 cmp -s "$T/a.json" "$T/b.json" || fail "same inputs gave different plan files"
 grep -q '^chosen: ' "$T/out1.txt" || fail "no 'chosen:' line"
-grep -q 'rejected\|^1\* ' "$T/out1.txt" || fail "no candidate table"
+grep -q '^  why: the smallest makespan_s of [0-9]* feasible candidates' "$T/out1.txt" || fail "no reason the plan won"
 
 # Infeasible: exit 3, names the smallest P, writes nothing.
 "$PW" plan --model-config llama-2-70b --device A100-40GB --pp 4 --seq-length 4096 --global-batch-size 16 \
@@ -75,7 +75,7 @@ python3 -c "import json,sys; c=json.load(open(sys.argv[1])); c['n_embd']=100; c[
 refuse 2 "field 'n_embd' (100) is not divisible by field 'n_head' (7)" --model-config "$T/heads.json" --device cpu-core \
   --pp 4 --num-microbatches 8
 # --max-virtual-stages 1 is honoured by every family (no zb-v v=2).
-"$PW" plan $G --max-virtual-stages 1 --no-min-pp -o "$T/v1.json" > "$T/v1.txt" || fail "--max-virtual-stages 1 plan failed"
+"$PW" plan $G --max-virtual-stages 1 --no-min-pp --explain -o "$T/v1.json" > "$T/v1.txt" || fail "--max-virtual-stages 1 plan failed"
 grep -q '^chosen: .* v=1 ' "$T/v1.txt" || fail "--max-virtual-stages 1 chose v > 1: $(grep chosen "$T/v1.txt")"
 grep -q 'zb-v .*--max-virtual-stages 1: ZB-V needs v >= 2' "$T/v1.txt" || fail "no zb-v rejection for --max-virtual-stages 1"
 # --profile outside the measured shapes: a warning naming kind, quantity, shape and measured range on
@@ -109,4 +109,21 @@ done
 refuse 2 "--profile $T/prof.json: the embedding I time fit predicts -2.096e-06 s at micro-batch size 1 x seq length 4096 (4096 tokens; measured 16..256 tokens)" \
   $P --micro-batch-size 1 --seq-length 4096
 grep -q "warning: .*embedding .* 1x4096 (4096 tokens)" "$T/rerr.txt" || fail "no warning before the error: $(cat "$T/rerr.txt")"
+# Output a person reads: a summary by default (chosen last, rejections counted
+# by kind with one example), every candidate with --explain, the table as JSON
+# with --format json.
+"$PW" plan --model-config llama-2-7b --device H100-80GB --pp 8 --global-batch-size 128 --seq-length 4096 \
+  -o "$T/l7.json" > "$T/l7.txt" || fail "llama-2-7b plan failed"
+[ "$(wc -l < "$T/l7.txt")" -le 30 ] || fail "plan summary is $(wc -l < "$T/l7.txt") lines (want <= 30)"
+grep -q '^rejected: [0-9]* of [0-9]* candidates' "$T/l7.txt" || fail "no rejection count: $(cat "$T/l7.txt")"
+grep -q '^  memory  *[0-9]*, e.g. ' "$T/l7.txt" || fail "no memory rejection example"
+grep -q '^next best:' "$T/l7.txt" || fail "no next-best list"
+tail -n 4 "$T/l7.txt" | grep -q '^chosen: ' || fail "the chosen plan is not at the bottom: $(tail -n 4 "$T/l7.txt")"
+"$PW" plan --model-config llama-2-7b --device H100-80GB --pp 8 --global-batch-size 128 --seq-length 4096 \
+  --explain -o "$T/l7.json" > "$T/l7x.txt" || fail "--explain failed"
+[ "$(wc -l < "$T/l7x.txt")" -gt 100 ] || fail "--explain did not list every candidate"
+"$PW" plan --model-config llama-2-7b --device H100-80GB --pp 8 --global-batch-size 128 --seq-length 4096 \
+  --format json -o "$T/l7.json" > "$T/l7.jsonout" || fail "--format json failed"
+python3 -c "import json,sys; t=json.load(open(sys.argv[1])); assert len(t['candidates'])>100 and t['plan_file'] and t['plan_hash'], t.keys()" \
+  "$T/l7.jsonout" || fail "--format json is not the candidate table"
 echo "plan CLI: OK"
