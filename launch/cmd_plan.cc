@@ -34,6 +34,7 @@ struct PlanCommandOptions {
   int max_virtual_stages = 4;
   std::string schedule = "auto";
   std::string memory_limit;
+  std::string memory_reserve;
   std::string recompute = "auto";
   int first_stage_num_layers = 0;
   int last_stage_num_layers = 0;
@@ -137,6 +138,14 @@ Status RunPlan(const PlanCommandOptions& c) {
     PW_ASSIGN_OR_RETURN(int64_t limit, ParseBytes(c.memory_limit));
     o.memory_limit_bytes = limit;
   }
+  if (!c.memory_reserve.empty()) {
+    if (c.memory_reserve == "0") {
+      o.memory_reserve_bytes = 0;  // plan up to the reported capacity
+    } else {
+      PW_ASSIGN_OR_RETURN(int64_t reserve, ParseBytes(c.memory_reserve, "--memory-reserve"));
+      o.memory_reserve_bytes = reserve;
+    }
+  }
   if (c.recompute != "auto") {
     PW_ASSIGN_OR_RETURN(Recompute r, ParseRecompute(c.recompute));
     o.recompute = r;
@@ -205,7 +214,11 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--num-virtual-stages-per-pipeline-rank", opts->virtual_stages, "v (unset: search 1..max)");
   cmd->add_option("--max-virtual-stages", opts->max_virtual_stages, "largest v searched")->capture_default_str();
   cmd->add_option("--schedule", opts->schedule, "auto, or schedule name(s), comma-separated")->capture_default_str();
-  cmd->add_option("--memory-limit", opts->memory_limit, "per-rank memory, e.g. 80GiB (default: the device's)");
+  cmd->add_option("--memory-limit", opts->memory_limit,
+                  "per-rank memory limit itself, e.g. 70GiB (default: the device's capacity - its runtime reserve)");
+  cmd->add_option("--memory-reserve", opts->memory_reserve,
+                  "bytes of each device kept free for the runtime (CUDA context, NCCL buffers, fragmentation) instead "
+                  "of the device file's runtime_reserve, e.g. 10GiB; 0 plans up to the capacity");
   cmd->add_option("--recompute-granularity", opts->recompute, "auto|none|selective|full")->capture_default_str();
   cmd->add_option("--first-stage-num-layers", opts->first_stage_num_layers, "decoder layers on the first stage");
   cmd->add_option("--last-stage-num-layers", opts->last_stage_num_layers, "decoder layers on the last stage");

@@ -27,6 +27,29 @@ start=$(date +%s)
 
 say "environment"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null || echo "nvidia-smi: not available"
+# The capacity the GPU reports beside the shipped device file's (the planner
+# plans capacity - runtime_reserve, models/devices/*.json).
+reported_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2> /dev/null | head -1 | tr -d ' ')
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1)
+case "$gpu_name" in
+  *H200*) device_file=models/devices/h200-141gb.json ;;
+  *H100*) device_file=models/devices/h100-80gb.json ;;
+  *A100*80GB*) device_file=models/devices/a100-80gb.json ;;
+  *A100*) device_file=models/devices/a100-40gb.json ;;
+  *) device_file="" ;;
+esac
+if [[ -n $reported_mib && -n $device_file ]]; then
+  python3 - "$reported_mib" "$device_file" << 'PY'
+import json, sys
+reported = int(sys.argv[1]) * 2**20
+d = json.load(open(sys.argv[2]))
+r = d.get("runtime_reserve", {})
+reserve = r.get("cuda_context_bytes", 0) + r.get("nccl_buffers_bytes", 0) + int(r.get("fragmentation_fraction", 0) * d["memory_bytes"])
+print(f"memory: the GPU reports {reported} bytes ({reported / 2**30:.2f} GiB); {sys.argv[2]} says {d['memory_bytes']} "
+      f"({d['memory_bytes'] / 2**30:.2f} GiB, {'same' if reported == d['memory_bytes'] else 'DIFFERENT'}); plans use "
+      f"capacity - reserve = {(d['memory_bytes'] - reserve) / 2**30:.2f} GiB")
+PY
+fi
 command -v nvcc > /dev/null && nvcc --version | tail -1
 # PW_TORCH_PREFIX / PW_TORCH_VERSION / PW_TORCH_ABI override the Python probe
 # (e.g. to dry-run this script against Debian's CPU LibTorch: /usr, 1.13.0, 1).

@@ -23,13 +23,13 @@ std::string FormatBytes(int64_t bytes) {
   return buf;
 }
 
-StatusOr<int64_t> ParseBytes(const std::string& text) {
+StatusOr<int64_t> ParseBytes(const std::string& text, const std::string& flag) {
   size_t pos = 0;
   double value = 0;
   try {
     value = std::stod(text, &pos);
   } catch (const std::exception&) {
-    return Status::InvalidArgument("--memory-limit '" + text + "': expected a size such as 80GiB, 80GB or 85899345920");
+    return Status::InvalidArgument(flag + " '" + text + "': expected a size such as 80GiB, 80GB or 85899345920");
   }
   std::string unit;
   for (size_t k = pos; k < text.size(); ++k)
@@ -45,7 +45,7 @@ StatusOr<int64_t> ParseBytes(const std::string& text) {
   else if (unit == "gb") mult = 1e9;
   else if (unit == "tb") mult = 1e12;
   if (mult == 0 || !(value > 0))
-    return Status::InvalidArgument("--memory-limit '" + text +
+    return Status::InvalidArgument(flag + " '" + text +
                                    "': expected a positive size with unit B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB");
   return static_cast<int64_t>(std::llround(value * mult));
 }
@@ -66,12 +66,26 @@ double GiB(int64_t b) { return static_cast<double>(b) / double(int64_t{1} << 30)
 
 }  // namespace
 
+namespace {
+
+// "74.41 GiB (capacity 79.65 GiB - runtime reserve 5.23 GiB)", or the limit
+// alone when it was given directly, or "unlimited".
+std::string LimitText(const SearchResult& r) {
+  if (!r.memory_limit_bytes) return "unlimited";
+  std::string text = FormatBytes(*r.memory_limit_bytes);
+  if (r.capacity_bytes && r.reserve_bytes)
+    text += " (capacity " + FormatBytes(*r.capacity_bytes) + " - runtime reserve " + FormatBytes(*r.reserve_bytes) + ")";
+  return text;
+}
+
+}  // namespace
+
 std::string FormatCandidateTable(const SearchResult& r) {
   std::string out;
   out += Row("objective: %s (%s); memory limit per rank: %s; P=%d\n", ObjectiveField(r.objective),
              r.objective == Objective::kMakespan ? "step ends at a global optimizer barrier"
                                                  : "steps overlap, no global barrier",
-             r.memory_limit_bytes ? FormatBytes(*r.memory_limit_bytes).c_str() : "unlimited", r.pp_size);
+             LimitText(r).c_str(), r.pp_size);
   out += Row("%-4s %-17s %2s %5s %3s %-9s %11s %11s %11s %7s %21s  %s\n", "rank", "schedule", "v", "m", "b",
              "recompute", "step_s", "makespan_s", "steady_s", "bubble", "peak GiB/rank max/min", "layers per stage");
   int rank = 0, rejected = 0;
@@ -161,7 +175,7 @@ std::string FormatPlanSummary(const SearchResult& r, int next_best) {
   out += Row("objective: %s (%s); memory limit per rank: %s\n", ObjectiveField(r.objective),
              r.objective == Objective::kMakespan ? "step ends at a global optimizer barrier"
                                                  : "steps overlap, no global barrier",
-             r.memory_limit_bytes ? FormatBytes(*r.memory_limit_bytes).c_str() : "unlimited");
+             LimitText(r).c_str());
   out += FormatRejectionSummary(r);
   int shown = 0;
   for (size_t k = 0; k < r.candidates.size() && shown < next_best; ++k) {

@@ -15,8 +15,8 @@ namespace pw {
 std::string FormatBytes(int64_t bytes);
 
 // Parses a memory size as users write it: "80GiB", "80 GB" (10^9), "85899345920",
-// "512MiB", "1.5TiB". InvalidArgument names --memory-limit.
-StatusOr<int64_t> ParseBytes(const std::string& text);
+// "512MiB", "1.5TiB". InvalidArgument names `flag`.
+StatusOr<int64_t> ParseBytes(const std::string& text, const std::string& flag = "--memory-limit");
 
 // The ranked table: one row per feasible candidate (rank, schedule, v, m, b,
 // recompute, predicted step time, makespan, steady step, bubble ratio, peak

@@ -117,12 +117,24 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
                                    " is not divisible by any micro-batch size tried (1, 2, 4, 8); give --micro-batch-size");
   const std::vector<Recompute> recomputes = RecomputeOptions(model, o);
   int64_t limit = kUnlimitedBytes;
+  std::optional<int64_t> capacity, reserve;
+  if (o.memory_reserve_bytes) {
+    if (o.memory_limit_bytes)
+      return Status::InvalidArgument("--memory-reserve with --memory-limit: give the limit itself, or the reserve to "
+                                     "keep free of the device's capacity, not both");
+    if (!model.device) return Status::InvalidArgument("--memory-reserve needs --device (the capacity it is kept from)");
+    if (*o.memory_reserve_bytes < 0 || *o.memory_reserve_bytes >= model.device->memory_bytes)
+      return Status::InvalidArgument("--memory-reserve " + FormatBytes(*o.memory_reserve_bytes) + " must be >= 0 and below " +
+                                     model.device->name + "'s capacity " + FormatBytes(model.device->memory_bytes));
+  }
   if (o.memory_limit_bytes) {
     if (*o.memory_limit_bytes <= 0)
       return Status::InvalidArgument("--memory-limit must be > 0, got " + std::to_string(*o.memory_limit_bytes));
     limit = *o.memory_limit_bytes;
   } else if (model.device) {
-    limit = model.device->memory_bytes;
+    capacity = model.device->memory_bytes;
+    reserve = o.memory_reserve_bytes.value_or(model.device->ReserveBytes());
+    limit = *capacity - *reserve;
   }
   CandidateSearch search(model, o, limit);
   // Flag errors first (they hold for every candidate): the layer count and
@@ -139,6 +151,8 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
   result.objective = o.objective;
   result.pp_size = o.pp_size;
   if (limit != kUnlimitedBytes) result.memory_limit_bytes = limit;
+  result.capacity_bytes = capacity;
+  result.reserve_bytes = reserve;
   std::vector<Candidate> all;
   for (const ScheduleInfo& f : families) {
     std::vector<int> vs;
@@ -221,7 +235,8 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
   // skipped with that reason.
   int first = 1;
   std::optional<int64_t> limit = options.memory_limit_bytes;
-  if (!limit && model.device) limit = model.device->memory_bytes;
+  if (!limit && model.device)
+    limit = model.device->memory_bytes - options.memory_reserve_bytes.value_or(model.device->ReserveBytes());
   if (limit) {
     Recompute rc = model.profile ? Recompute::kNone : Recompute::kFull;
     if (model.table) {

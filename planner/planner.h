@@ -49,8 +49,13 @@ struct PlannerOptions {
   int max_virtual_stages = 4;                  // search bound on v
   std::vector<std::string> schedules;          // --schedule NAME; empty (auto) = ScheduleNames()
   std::optional<Recompute> recompute;          // --recompute-granularity; unset = try none, selective, full
-  // --memory-limit. Unset = the device's memory; nullopt with no device = unlimited.
+  // --memory-limit: the per-rank limit itself. Unset = the device's capacity
+  // less its runtime reserve (DeviceSpec::UsableBytes); no device = unlimited.
   std::optional<int64_t> memory_limit_bytes;
+  // --memory-reserve: bytes kept free for the runtime instead of the device
+  // file's runtime_reserve (limit = capacity - this). Needs a device; not
+  // with --memory-limit.
+  std::optional<int64_t> memory_reserve_bytes;
   std::optional<int> first_stage_num_layers;   // --first-stage-num-layers
   std::optional<int> last_stage_num_layers;    // --last-stage-num-layers
   // --layers-per-stage: the split itself, one count per global stage (P * v
@@ -149,6 +154,9 @@ struct MinPipeline {
 struct SearchResult {
   Objective objective = Objective::kMakespan;
   std::optional<int64_t> memory_limit_bytes;
+  // When the limit comes from a device: its capacity and the reserve kept
+  // free (limit = capacity - reserve).
+  std::optional<int64_t> capacity_bytes, reserve_bytes;
   int pp_size = 0;
   std::vector<Candidate> candidates;  // ranked: feasible by step time, then rejected in search order
   int chosen = -1;                    // index into candidates, -1 if none fits

@@ -42,6 +42,31 @@ StatusOr<DeviceSpec> ParseDeviceSpec(const json& j, const std::string& source) {
     return Status::InvalidArgument(source + ": field 'p2p_latency_s' must be a number >= 0");
   d.p2p_latency_s = lat->get<double>();
   if (j.contains("source") && j["source"].is_string()) d.source = j["source"].get<std::string>();
+  auto reserve = j.find("runtime_reserve");
+  if (reserve != j.end()) {
+    const std::string path = source + ": field 'runtime_reserve.";
+    if (!reserve->is_object()) return Status::InvalidArgument(source + ": field 'runtime_reserve' must be an object");
+    for (const char* key : {"cuda_context_bytes", "nccl_buffers_bytes"}) {
+      auto v = reserve->find(key);
+      if (v == reserve->end()) continue;
+      if (!v->is_number_integer() || v->get<int64_t>() < 0)
+        return Status::InvalidArgument(path + key + "' must be an integer >= 0, got " + v->dump());
+      (std::string(key) == "cuda_context_bytes" ? d.reserve.cuda_context_bytes : d.reserve.nccl_buffers_bytes) =
+          v->get<int64_t>();
+    }
+    auto frac = reserve->find("fragmentation_fraction");
+    if (frac != reserve->end()) {
+      if (!frac->is_number() || !(frac->get<double>() >= 0 && frac->get<double>() <= 0.5))
+        return Status::InvalidArgument(path + "fragmentation_fraction' must be a number in [0, 0.5], got " +
+                                       frac->dump());
+      d.reserve.fragmentation_fraction = frac->get<double>();
+    }
+    if (reserve->contains("source") && (*reserve)["source"].is_string())
+      d.reserve.source = (*reserve)["source"].get<std::string>();
+    if (d.UsableBytes() <= 0)
+      return Status::InvalidArgument(source + ": field 'runtime_reserve' (" + std::to_string(d.ReserveBytes()) +
+                                     " bytes) leaves nothing of memory_bytes (" + std::to_string(d.memory_bytes) + ")");
+  }
   return d;
 }
 
@@ -60,6 +85,12 @@ json DeviceSpecToJson(const DeviceSpec& d) {
   j["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
   j["p2p_bandwidth_bytes_per_s"] = d.p2p_bandwidth_bytes_per_s;
   j["p2p_latency_s"] = d.p2p_latency_s;
+  if (d.ReserveBytes() > 0 || !d.reserve.source.empty()) {
+    j["runtime_reserve"]["cuda_context_bytes"] = d.reserve.cuda_context_bytes;
+    j["runtime_reserve"]["nccl_buffers_bytes"] = d.reserve.nccl_buffers_bytes;
+    j["runtime_reserve"]["fragmentation_fraction"] = d.reserve.fragmentation_fraction;
+    if (!d.reserve.source.empty()) j["runtime_reserve"]["source"] = d.reserve.source;
+  }
   if (!d.source.empty()) j["source"] = d.source;
   return j;
 }

@@ -168,7 +168,28 @@ TEST(Devices, ShippedSpecsLoad) {
     EXPECT_GT(d->peak_flops, 1e14);
     EXPECT_GE(d->memory_bytes, int64_t{40} << 30) << n;
   }
-  EXPECT_EQ(LoadDeviceSpec("H100-80GB")->memory_bytes, int64_t{80} << 30);
+  // The capacity the device reports (nvidia-smi: 81559 MiB), and the runtime
+  // reserve: 1 GiB context + 256 MiB NCCL buffers + 5 % fragmentation.
+  const DeviceSpec h100 = *LoadDeviceSpec("H100-80GB");
+  EXPECT_EQ(h100.memory_bytes, int64_t{81559} << 20);
+  EXPECT_EQ(h100.ReserveBytes(), (int64_t{1} << 30) + (int64_t{256} << 20) + static_cast<int64_t>(0.05 * static_cast<double>(int64_t{81559} << 20)));
+  EXPECT_EQ(h100.UsableBytes(), h100.memory_bytes - h100.ReserveBytes());
+  EXPECT_EQ(LoadDeviceSpec("cpu-core")->ReserveBytes(), 0) << "no CUDA runtime on a CPU rank";
+  // The reserve round-trips and bad reserves name the field.
+  auto back = ParseDeviceSpec(DeviceSpecToJson(h100), "back.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->ReserveBytes(), h100.ReserveBytes());
+  nlohmann::json j = DeviceSpecToJson(h100);
+  j["runtime_reserve"]["fragmentation_fraction"] = 0.9;
+  auto frac = ParseDeviceSpec(j, "dev.json");
+  ASSERT_FALSE(frac.ok());
+  EXPECT_NE(frac.status().message().find("dev.json: field 'runtime_reserve.fragmentation_fraction' must be a number in "
+                                         "[0, 0.5], got 0.9"),
+            std::string::npos)
+      << frac.status().message();
+  j["runtime_reserve"]["fragmentation_fraction"] = 0.05;
+  j["runtime_reserve"]["cuda_context_bytes"] = j["memory_bytes"];
+  ASSERT_FALSE(ParseDeviceSpec(j, "dev.json").ok()) << "a reserve above the capacity";
   auto bad = ParseDeviceSpec({{"name", "x"}, {"memory_bytes", 1}, {"peak_flops", 1e12}, {"efficiency", 1.5},
                               {"memory_bandwidth_bytes_per_s", 1e9}, {"p2p_bandwidth_bytes_per_s", 1e9},
                               {"p2p_latency_s", 0}},

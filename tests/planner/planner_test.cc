@@ -220,7 +220,8 @@ TEST(Planner, PlanFileIsDeterministicAndComplete) {
   EXPECT_EQ(tr.microbatch_sizes.size(), 8u);
   EXPECT_EQ(back->planner["objective"], "makespan_s");
   EXPECT_EQ(back->planner["candidates"].size(), r1->candidates.size());
-  EXPECT_EQ(*back->memory_limit_bytes, int64_t{40} << 30);
+  const DeviceSpec a100 = *LoadDeviceSpec("A100-40GB");
+  EXPECT_EQ(*back->memory_limit_bytes, a100.memory_bytes - a100.ReserveBytes()) << "capacity - runtime reserve";
 }
 
 TEST(Planner, EveryCandidateIsRankedOrExplained) {
@@ -450,6 +451,52 @@ TEST(PlanVersions, Version1FilesAreReadAndConverted) {
   EXPECT_NE(back.status().message().find("v7.json: version: this pipewright reads versions 1 and 2, the file is version 7"),
             std::string::npos)
       << back.status().message();
+}
+
+}  // namespace
+}  // namespace pw
+
+namespace pw {
+namespace {
+
+// Plans keep the device's runtime reserve free: llama-2-7b on 8 x H100
+// chooses a plan under capacity - reserve; --memory-reserve 0 plans up to the
+// capacity; the reserve costs a little step time, never feasibility here.
+TEST(PlannerMemory, PlansStayUnderCapacityLessReserve) {
+  PlannerModel m;
+  m.config = *LoadModelConfig("llama-2-7b");
+  m.device = *LoadDeviceSpec("H100-80GB");
+  PlannerOptions o;
+  o.pp_size = 8;
+  o.global_batch_size = 128;
+  o.seq_length = 4096;
+  o.schedules = {"zb-v", "1f1b"};
+  o.recompute = Recompute::kNone;
+  o.find_min_pp = false;
+  auto reserved = SearchPlans(m, o);
+  ASSERT_TRUE(reserved.ok()) << reserved.status().ToString();
+  const int64_t usable = m.device->UsableBytes();
+  EXPECT_EQ(*reserved->memory_limit_bytes, usable);
+  EXPECT_EQ(*reserved->capacity_bytes, m.device->memory_bytes);
+  const Candidate& best = reserved->candidates[reserved->chosen];
+  EXPECT_LE(best.max_peak_bytes, usable);
+  o.memory_reserve_bytes = 0;
+  auto full = SearchPlans(m, o);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  const Candidate& greedy = full->candidates[full->chosen];
+  EXPECT_GT(greedy.max_peak_bytes, usable) << "without the reserve the plan uses the room the runtime needs";
+  const double cost = best.step_s / greedy.step_s - 1.0;
+  std::printf("llama-2-7b P=8 H100: reserve %.2f GiB: step %.5f s (peak %.2f GiB); no reserve: %.5f s (peak %.2f "
+              "GiB); cost of the margin %.3f %%\n",
+              static_cast<double>(m.device->ReserveBytes()) / (1 << 30), best.step_s,
+              static_cast<double>(best.max_peak_bytes) / (1 << 30), greedy.step_s,
+              static_cast<double>(greedy.max_peak_bytes) / (1 << 30), 100 * cost);
+  EXPECT_GE(cost, 0.0);
+  EXPECT_LT(cost, 0.01);
+  o.memory_limit_bytes = int64_t{70} << 30;
+  auto both = SearchPlans(m, o);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("--memory-reserve with --memory-limit"), std::string::npos);
 }
 
 }  // namespace
