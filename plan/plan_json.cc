@@ -11,6 +11,10 @@
 
 #include "plan/plan.h"
 
+#include <tuple>
+
+#include "base/limits.h"
+
 namespace pw {
 
 namespace {
@@ -382,11 +386,24 @@ std::string RanksText(const std::vector<std::vector<Action>>& ranks) {
 StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
   Reader rd(source);
   json doc;
+  bool too_deep = false;
   try {
-    doc = json::parse(text);
+    // Deeper values are dropped while parsing (and the file refused), so a
+    // hostile nesting never reaches the recursive copy, hash or destructor.
+    doc = json::parse(text, [&too_deep](int depth, json::parse_event_t event, json&) {
+      if (depth > limits::kMaxJsonDepth &&
+          (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)) {
+        too_deep = true;
+        return false;
+      }
+      return !too_deep || depth <= limits::kMaxJsonDepth;
+    });
   } catch (const json::exception& e) {
     return Status::InvalidArgument(source + ": not valid JSON (truncated or corrupt file?): " + e.what());
   }
+  if (too_deep)
+    return Status::InvalidArgument(source + ": JSON nested deeper than the limit of " +
+                                   std::to_string(limits::kMaxJsonDepth) + " levels");
   if (!doc.is_object()) return rd.Error("(top level)", "expected a JSON object");
   Plan plan;
   const json* v;
@@ -406,6 +423,17 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
   if (plan.dp_size < 1) return rd.Error("dp_size", "must be >= 1");
   if (plan.num_stages < 1) return rd.Error("num_stages", "must be >= 1");
   if (plan.num_microbatches < 1) return rd.Error("num_microbatches", "must be >= 1");
+  // Before anything is allocated by these sizes.
+  for (const auto& [field, value, limit, reason] :
+       {std::make_tuple("pp_size", int64_t{plan.pp_size}, limits::kMaxRanks, "pipeline ranks"),
+        std::make_tuple("num_stages", int64_t{plan.num_stages}, limits::kMaxStages, "global stages"),
+        std::make_tuple("num_microbatches", int64_t{plan.num_microbatches}, limits::kMaxMicrobatches,
+                        "microbatches per step"),
+        std::make_tuple("num_stages x num_microbatches", int64_t{plan.num_stages} * plan.num_microbatches,
+                        limits::kMaxStageMicrobatches, "stage-microbatch pairs")}) {
+    Status st = limits::CheckRange(field, value, limit, reason);
+    if (!st.ok()) return Status::InvalidArgument(source + ": " + st.message());
+  }
   PW_RETURN_IF_ERROR(rd.Get(doc, "", "stage_to_rank", &v));
   if (!v->is_array()) return rd.Error("stage_to_rank", "expected an array");
   if (static_cast<int64_t>(v->size()) != plan.num_stages)

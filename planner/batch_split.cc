@@ -7,6 +7,8 @@
 
 #include "planner/planner.h"
 
+#include "base/limits.h"
+
 namespace pw {
 
 StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
@@ -24,6 +26,12 @@ StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
     return Status::InvalidArgument("--num-microbatches must be >= 1, got " + std::to_string(*o.num_microbatches));
   if (o.global_batch_size && *o.global_batch_size < 1)
     return Status::InvalidArgument("--global-batch-size must be >= 1, got " + std::to_string(*o.global_batch_size));
+  if (o.global_batch_size)
+    PW_RETURN_IF_ERROR(limits::CheckRange("--global-batch-size", *o.global_batch_size, limits::kMaxGlobalBatch,
+                                          "sequences per step: a batch given in tokens is --seq-length times this"));
+  if (o.num_microbatches)
+    PW_RETURN_IF_ERROR(
+        limits::CheckRange("--num-microbatches", *o.num_microbatches, limits::kMaxMicrobatches, "microbatches per step"));
   if (!o.global_batch_size && !o.num_microbatches)
     return Status::InvalidArgument("give --global-batch-size (with or without --micro-batch-size) or --num-microbatches");
   if (!o.global_batch_size) return std::vector<BatchSplit>{equal(o.micro_batch_size.value_or(1), *o.num_microbatches)};
@@ -61,11 +69,18 @@ StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
                                      (lo > 0 ? std::to_string(lo) + " or " : std::string()) + std::to_string(hi) +
                                      ", or --num-microbatches for unequal microbatches");
     }
+    PW_RETURN_IF_ERROR(limits::CheckRange("--global-batch-size / --micro-batch-size = m", G / b,
+                                          limits::kMaxMicrobatches, "microbatches per step"));
     return std::vector<BatchSplit>{equal(b, static_cast<int>(G / b))};
   }
   std::vector<BatchSplit> out;
   for (int64_t b : {1, 2, 4, 8})
-    if (G % b == 0) out.push_back(equal(b, static_cast<int>(G / b)));
+    if (G % b == 0 && G / b <= limits::kMaxMicrobatches) out.push_back(equal(b, static_cast<int>(G / b)));
+  if (out.empty() && G / 8 > limits::kMaxMicrobatches)
+    return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " needs more than the limit of " +
+                                   std::to_string(limits::kMaxMicrobatches) +
+                                   " microbatches per step with every micro-batch size tried (1, 2, 4, 8); give "
+                                   "--micro-batch-size (the batch is in sequences, not tokens)");
   return out;
 }
 

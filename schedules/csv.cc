@@ -1,5 +1,7 @@
 #include "schedules/csv.h"
 
+#include "base/limits.h"
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -21,6 +23,8 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
     while (!lines.empty() && lines.back().find_first_not_of(" \t,") == std::string::npos) lines.pop_back();
   }
   if (lines.empty()) return Status::InvalidArgument(source + ": no rows (expected one row of actions per rank)");
+  PW_RETURN_IF_ERROR(limits::CheckRange(source + ": rows (ranks)", static_cast<int64_t>(lines.size()),
+                                        limits::kMaxRanks, "pipeline ranks"));
   Program p;
   p.pp_size = static_cast<int>(lines.size());
   p.ranks.resize(lines.size());
@@ -37,6 +41,17 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
         if (!a.ok())
           return Status::InvalidArgument(source + ": row " + std::to_string(row + 1) + ", column " +
                                          std::to_string(column) + ": " + a.status().message());
+        // Indices bound the arrays every consumer allocates: refused before.
+        if (a->stage >= limits::kMaxStages || a->microbatch >= limits::kMaxMicrobatches)
+          return Status::InvalidArgument(source + ": row " + std::to_string(row + 1) + ", column " +
+                                         std::to_string(column) + ": '" + a->ToString() + "': " +
+                                         (a->stage >= limits::kMaxStages
+                                              ? "stage " + std::to_string(a->stage) + " is above the limit of " +
+                                                    std::to_string(limits::kMaxStages - 1) + " (global stages)"
+                                              : "microbatch " + std::to_string(a->microbatch) +
+                                                    " is above the limit of " +
+                                                    std::to_string(limits::kMaxMicrobatches - 1) +
+                                                    " (microbatches per step)"));
         auto [it, inserted] = stage_row.emplace(a->stage, static_cast<int>(row));
         if (!inserted && it->second != static_cast<int>(row))
           return Status::InvalidArgument(source + ": row " + std::to_string(row + 1) + ", column " +
@@ -55,6 +70,8 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
   if (max_stage < 0) return Status::InvalidArgument(source + ": no actions");
   p.num_stages = max_stage + 1;
   p.num_microbatches = max_mb + 1;
+  PW_RETURN_IF_ERROR(limits::CheckRange(source + ": stages x microbatches", int64_t{p.num_stages} * p.num_microbatches,
+                                        limits::kMaxStageMicrobatches, "stage-microbatch pairs"));
   p.stage_to_rank.assign(p.num_stages, -1);
   for (auto [stage, row] : stage_row) p.stage_to_rank[stage] = row;
   for (int s = 0; s < p.num_stages; ++s)

@@ -1,5 +1,7 @@
 #include "schedules/registry.h"
 
+#include "base/limits.h"
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -153,6 +155,16 @@ StatusOr<ScheduleRequest> Resolve(const ScheduleRequest& request, const Entry** 
     return Status::InvalidArgument("--num-microbatches must be >= 1, got " + std::to_string(req.num_microbatches));
   if (req.virtual_stages == 0) req.virtual_stages = info.default_virtual_stages;
   const int v = req.virtual_stages;
+  PW_RETURN_IF_ERROR(limits::CheckRange("--pp", req.pp_size, limits::kMaxRanks, "pipeline ranks"));
+  PW_RETURN_IF_ERROR(limits::CheckRange("--num-microbatches", req.num_microbatches, limits::kMaxMicrobatches,
+                                        "microbatches per step"));
+  PW_RETURN_IF_ERROR(limits::CheckRange("--virtual-stages", v, limits::kMaxVirtualStages, "stages per rank"));
+  PW_RETURN_IF_ERROR(limits::CheckRange("P*v = --pp x --virtual-stages", int64_t{req.pp_size} * v, limits::kMaxStages,
+                                        "global stages"));
+  PW_RETURN_IF_ERROR(limits::CheckRange("S*m = stages x --num-microbatches",
+                                        int64_t{req.pp_size} * v * req.num_microbatches,
+                                        limits::kMaxStageMicrobatches,
+                                        "stage-microbatch pairs: per-pair arrays and ~6 actions each"));
   if (v < info.min_virtual_stages || (info.max_virtual_stages > 0 && v > info.max_virtual_stages)) {
     std::string range = info.min_virtual_stages == info.max_virtual_stages
                             ? "exactly " + std::to_string(info.min_virtual_stages)

@@ -54,7 +54,7 @@ StatusOr<Timeline> ParseTrace(const std::string& text, const std::string& source
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     return Status::InvalidArgument(source + ": not valid JSON (truncated or corrupt file?): " + e.what());
   }
   const json* events = nullptr;

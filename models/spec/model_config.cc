@@ -192,7 +192,7 @@ StatusOr<json> ReadJsonFile(const std::string& path) {
   json j;
   try {
     j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     return Status::InvalidArgument(path + ": " + e.what());
   }
   return j;
