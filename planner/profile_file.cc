@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <type_traits>
 
 #include "planner/profile_fit.h"
 
@@ -24,6 +25,36 @@ json FitToJson(const LinearFit& f) {
   return j;
 }
 
+// The value under `key` as T (a string, a number, or an integer within
+// [lo, hi]); `fallback` when absent. InvalidArgument names "<path>.<key>".
+template <typename T>
+Status Field(const json& j, const std::string& path, const char* key, T fallback, T* out, T lo = T(), T hi = T()) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    *out = fallback;
+    return Status::Ok();
+  }
+  const std::string where = path + (!path.empty() && path.back() == ':' ? " " : ".") + key;
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) return Status::InvalidArgument(where + " must be a string, got " + it->dump());
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!it->is_number_integer() || it->get<int64_t>() < static_cast<int64_t>(lo) ||
+        it->get<int64_t>() > static_cast<int64_t>(hi))
+      return Status::InvalidArgument(where + " must be an integer in [" + std::to_string(lo) + ", " +
+                                     std::to_string(hi) + "], got " + it->dump());
+  } else {
+    if (!it->is_number() || !std::isfinite(it->get<double>()))
+      return Status::InvalidArgument(where + " must be a finite number, got " + it->dump());
+  }
+  *out = it->get<T>();
+  return Status::Ok();
+}
+
+// Shapes and counts a profile may hold: tokens per microbatch stay far below
+// 2^24 x 2^24, so their products cannot overflow.
+constexpr int64_t kMaxShape = int64_t{1} << 24;
+constexpr int64_t kMaxBytes = int64_t{1} << 50;
+
 Status FitFromJson(const json& j, const std::string& path, LinearFit* out) {
   if (!j.is_object() || !j.contains("features") || !j["features"].is_array() || !j.contains("coefficients") ||
       !j["coefficients"].is_array())
@@ -43,9 +74,9 @@ Status FitFromJson(const json& j, const std::string& path, LinearFit* out) {
   if (f.coefficients.size() != f.features.size())
     return Status::InvalidArgument(path + ".coefficients must be a list of " + std::to_string(f.features.size()) +
                                    " numbers (one per feature), got " + std::to_string(f.coefficients.size()));
-  f.rel_rms_error = j.value("rel_rms_error", 0.0);
-  f.max_rel_error = j.value("max_rel_error", 0.0);
-  f.points = j.value("points", 0);
+  PW_RETURN_IF_ERROR(Field(j, path, "rel_rms_error", 0.0, &f.rel_rms_error));
+  PW_RETURN_IF_ERROR(Field(j, path, "max_rel_error", 0.0, &f.max_rel_error));
+  PW_RETURN_IF_ERROR(Field(j, path, "points", 0, &f.points, 0, 1 << 30));
   if (j.contains("tokens_range")) {
     const json& r = j["tokens_range"];
     if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer() ||
@@ -111,7 +142,9 @@ StatusOr<json> ProfileToJson(const Profile& p) {
   return j;
 }
 
-StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
+namespace {
+
+StatusOr<Profile> ParseProfileFields(const json& j, const std::string& source) {
   if (!IsProfileDocument(j))
     return Status::InvalidArgument(source + ": not a profile (needs \"format\": \"pipewright-profile\" and \"fits\"; "
                                             "write one with `pipewright profile`)");
@@ -120,9 +153,9 @@ StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
   if (!j.contains("model") || !j["model"].is_object())
     return Status::InvalidArgument(source + ": model must be the profiled GPT config object");
   p.model = j["model"];
-  p.element_bytes = j.value("element_bytes", int64_t{4});
-  p.micro_batch_size = j.value("micro_batch_size", int64_t{1});
-  p.seq_length = j.value("seq_length", int64_t{1});
+  PW_RETURN_IF_ERROR(Field(j, source + ":", "element_bytes", int64_t{4}, &p.element_bytes, int64_t{1}, int64_t{16}));
+  PW_RETURN_IF_ERROR(Field(j, source + ":", "micro_batch_size", int64_t{1}, &p.micro_batch_size, int64_t{1}, kMaxShape));
+  PW_RETURN_IF_ERROR(Field(j, source + ":", "seq_length", int64_t{1}, &p.seq_length, int64_t{1}, kMaxShape));
   const json& fits = j["fits"];
   if (!fits.is_object() || fits.empty()) return Status::InvalidArgument(source + ": fits must be a non-empty object");
   for (auto it = fits.begin(); it != fits.end(); ++it) {
@@ -131,6 +164,7 @@ StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
       return Status::InvalidArgument(path + ": unknown layer kind (known: embedding, block, head)");
     KindFit k;
     const json& o = it.value();
+    if (!o.is_object()) return Status::InvalidArgument(path + " must be an object of fits, got " + o.dump().substr(0, 80));
     PW_RETURN_IF_ERROR(FitFromJson(o.value("F", json()), path + ".F", &k.f));
     PW_RETURN_IF_ERROR(FitFromJson(o.value("I", json()), path + ".I", &k.i));
     PW_RETURN_IF_ERROR(FitFromJson(o.value("W", json()), path + ".W", &k.w));
@@ -154,21 +188,32 @@ StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
       p.comm_fit = f;
     }
     if (c.contains("samples") && c["samples"].is_array())
-      for (const json& s : c["samples"]) p.comm_samples.push_back({s.value("bytes", int64_t{0}), s.value("seconds", 0.0)});
+      for (size_t n = 0; n < c["samples"].size(); ++n) {
+        const json& s = c["samples"][n];
+        const std::string where = source + ": comm.samples[" + std::to_string(n) + "]";
+        if (!s.is_object()) return Status::InvalidArgument(where + " must be an object");
+        CommSample cs;
+        PW_RETURN_IF_ERROR(Field(s, where, "bytes", int64_t{0}, &cs.bytes, int64_t{0}, kMaxBytes));
+        PW_RETURN_IF_ERROR(Field(s, where, "seconds", 0.0, &cs.seconds));
+        p.comm_samples.push_back(cs);
+      }
   }
   if (j.contains("samples") && j["samples"].is_array())
-    for (const json& s : j["samples"]) {
+    for (size_t n = 0; n < j["samples"].size(); ++n) {
+      const json& s = j["samples"][n];
+      const std::string where = source + ": samples[" + std::to_string(n) + "]";
+      if (!s.is_object()) return Status::InvalidArgument(where + " must be an object");
       ProfileSample ps;
-      ps.kind = s.value("kind", std::string());
-      ps.micro_batch_size = s.value("micro_batch_size", int64_t{0});
-      ps.seq_length = s.value("seq_length", int64_t{0});
-      ps.f = s.value("F", 0.0);
-      ps.i = s.value("I", 0.0);
-      ps.w = s.value("W", 0.0);
-      ps.b = s.value("B", 0.0);
-      ps.activation_bytes = s.value("activation_bytes", int64_t{0});
-      ps.wstash_bytes = s.value("wstash_bytes", int64_t{0});
-      ps.output_bytes = s.value("output_bytes", int64_t{0});
+      PW_RETURN_IF_ERROR(Field(s, where, "kind", std::string(), &ps.kind));
+      PW_RETURN_IF_ERROR(Field(s, where, "micro_batch_size", int64_t{0}, &ps.micro_batch_size, int64_t{0}, kMaxShape));
+      PW_RETURN_IF_ERROR(Field(s, where, "seq_length", int64_t{0}, &ps.seq_length, int64_t{0}, kMaxShape));
+      PW_RETURN_IF_ERROR(Field(s, where, "F", 0.0, &ps.f));
+      PW_RETURN_IF_ERROR(Field(s, where, "I", 0.0, &ps.i));
+      PW_RETURN_IF_ERROR(Field(s, where, "W", 0.0, &ps.w));
+      PW_RETURN_IF_ERROR(Field(s, where, "B", 0.0, &ps.b));
+      PW_RETURN_IF_ERROR(Field(s, where, "activation_bytes", int64_t{0}, &ps.activation_bytes, int64_t{0}, kMaxBytes));
+      PW_RETURN_IF_ERROR(Field(s, where, "wstash_bytes", int64_t{0}, &ps.wstash_bytes, int64_t{0}, kMaxBytes));
+      PW_RETURN_IF_ERROR(Field(s, where, "output_bytes", int64_t{0}, &ps.output_bytes, int64_t{0}, kMaxBytes));
       p.samples.push_back(ps);
     }
   // Fits without a recorded range (older files) get their kind's samples'.
@@ -192,6 +237,18 @@ StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
   if (!check.ok()) return check.status().WithContext(source);
   p.source = source;  // after the check: its message already starts with `source`
   return p;
+}
+
+}  // namespace
+
+StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
+  // Every field is checked above; a type this reader did not foresee still
+  // ends as an error naming the file, never an abort.
+  try {
+    return ParseProfileFields(j, source);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(source + ": " + e.what());
+  }
 }
 
 std::string FormatProfileFits(const Profile& p) {

@@ -3,6 +3,8 @@
 // the planner per-layer costs for any shape; `plan --profile` semantics.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cmath>
 #include <random>
 
@@ -164,6 +166,33 @@ TEST(ParseProfile, ErrorsNameTheField) {
   j["fits"]["decoder"] = j["fits"]["block"];
   r = ParseProfile(j, "p.json");
   EXPECT_NE(r.status().message().find("fits.decoder"), std::string::npos) << r.status().ToString();
+  // Wrong JSON types and numbers out of range: an error naming the field,
+  // never an abort or an undefined conversion (the hardening issue's cases).
+  const nlohmann::json good = *ProfileToJson(p);
+  ASSERT_TRUE(good.contains("samples") && !good["samples"].empty());
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string expect;
+  } cases[] = {
+      {[](nlohmann::json& d) { d["fits"]["block"]["F"]["rel_rms_error"] = "x"; },
+       "fits.block.F.rel_rms_error must be a finite number, got \"x\""},
+      {[](nlohmann::json& d) { d["fits"]["block"]["F"]["points"] = 1e300; }, "fits.block.F.points must be an integer"},
+      {[](nlohmann::json& d) { d["element_bytes"] = "4"; }, "element_bytes must be an integer in [1, 16]"},
+      {[](nlohmann::json& d) { d["fits"]["head"] = 7; }, "fits.head must be an object of fits"},
+      {[](nlohmann::json& d) { d["samples"][0]["kind"] = 3; }, "samples[0].kind must be a string, got 3"},
+      {[](nlohmann::json& d) { d["samples"][0]["W"] = "fast"; }, "samples[0].W must be a finite number"},
+      {[](nlohmann::json& d) { d["samples"][0]["output_bytes"] = 1e300; }, "samples[0].output_bytes must be an integer"},
+      {[](nlohmann::json& d) { d["samples"][0]["micro_batch_size"] = int64_t{1} << 40; },
+       "samples[0].micro_batch_size must be an integer in [0, 16777216]"},
+      {[](nlohmann::json& d) { d["seq_length"] = 0; }, "seq_length must be an integer in [1, 16777216]"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json d = good;
+    c.edit(d);
+    auto bad = ParseProfile(d, "p.json");
+    ASSERT_FALSE(bad.ok()) << c.expect;
+    EXPECT_NE(bad.status().message().find("p.json: " + c.expect), std::string::npos) << bad.status().message();
+  }
 }
 
 // --- Extrapolation: the measured range is recorded, shapes outside it are
