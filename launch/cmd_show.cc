@@ -33,6 +33,9 @@ struct ShowOptions {
 };
 
 Status Run(const ShowOptions& o) {
+  if (o.width != 0 && (o.width < 40 || o.width > 100000))
+    return Status::InvalidArgument("--width " + std::to_string(o.width) +
+                                   ": terminal columns must be in [40, 100000] (0 or unset: $COLUMNS, else 120)");
   viz::LoadOptions lo;
   PW_ASSIGN_OR_RETURN(lo.csv_cost, ParseCostsFlag("--costs", o.costs, /*allow_b=*/false));
   PW_ASSIGN_OR_RETURN(viz::LoadedInput in, viz::LoadForShow(o.input, lo));
@@ -106,7 +109,7 @@ void RegisterShowCommand(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--color", opts->color, "auto (when stdout is a terminal) | always | never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  sub->add_option("--width", opts->width, "Terminal columns for ascii (default $COLUMNS or 120)");
+  sub->add_option("--width", opts->width, "Terminal columns for ascii, 40 or more (default $COLUMNS or 120)");
   sub->add_option("--costs", opts->costs, "F,I,W seconds per microbatch of every stage, for a CSV input")
       ->capture_default_str();
   sub->callback([opts, &ctx]() {

@@ -50,4 +50,8 @@ refuse "big_number.json: not valid JSON" validate "$T/big_number.json"
 refuse "deep.json: JSON nested deeper than the limit of 64 levels" validate "$T/deep.json"
 refuse "not valid JSON" show "$T/big_number.json"
 refuse "big_number.json: .*number overflow parsing '1e400'" plan --model-config "$T/big_number.json" --device cpu-core --pp 2 --num-microbatches 2 -o "$T/x.json"
+# Terminal widths that draw nothing.
+refuse -- "--width -5: terminal columns must be in \[40, 100000\]" show "$T/p.json" --width -5
+refuse -- "--width 3: terminal columns must be in \[40, 100000\]" show "$T/p.json" --width 3
+"$PW" show "$T/p.json" --width 0 > /dev/null || fail "--width 0 (the terminal's width) was refused"
 echo "limits CLI: OK"
