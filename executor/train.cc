@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 #include <utility>
 
 #include "executor/checkpoint.h"
+#include "models/spec/footprint.h"
 #include "executor/sampler.h"
 #include "executor/agree.h"
 #include "executor/data.h"
@@ -138,7 +140,34 @@ struct RunContext {
   std::string plan_hash;
   std::string dtype;  // "float32" | "float64"
   bool printer = false;  // rank 0 prints
+  double step_flops = 0;  // model FLOPs of one step (all ranks): F + I + W of every layer, every row
 };
+
+// FLOPs of one step of `plan` (forward, input- and weight-gradient backward of
+// every layer for every sequence of the batch; models/spec footprint with
+// micro-batch size 1, times the rows). 0 without a model section.
+double StepFlops(const Plan& plan) {
+  if (!plan.model || !plan.training) return 0.0;
+  pw::TrainingShape one;  // models/spec: one sequence (not exec::TrainingShape)
+  one.micro_batch_size = 1;
+  one.seq_length = plan.training->seq_length;
+  one.recompute = plan.training->recompute;
+  one.precision = plan.training->precision;
+  double per_row = 0;
+  for (const LayerSpec& layer : BuildLayerList(*plan.model)) {
+    const LayerFootprint f = ComputeFootprint(*plan.model, layer, one);
+    per_row += f.flops_f + f.flops_i + f.flops_w;
+  }
+  return per_row * static_cast<double>(plan.training->global_batch_size);
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  if (s < 100) std::snprintf(buf, sizeof buf, "%.1f s", s);
+  else if (s < 6000) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  return buf;
+}
 
 // The engine's options: the run's flags and the clipping the plan allows.
 StatusOr<EngineOptions> EngineOptionsFor(const RunOptions& options, const Plan& plan) {
@@ -229,6 +258,7 @@ Status TrainSteps(RunContext& run) {
   hooks.record_spans = !options.trace_path.empty();
   const int fault_index = static_cast<int>(run.plan.ranks[run.comm.rank()].size() / 2);
   int current_step = 0;
+  const auto started = std::chrono::steady_clock::now();
   if (options.fault_rank == run.comm.rank())
     hooks.before_action = [&](int index) {
       if (current_step != options.fault_step || index != fault_index) return;
@@ -262,8 +292,14 @@ Status TrainSteps(RunContext& run) {
       ++counted;
     }
     if (run.printer && (step % std::max(1, options.log_every) == 0 || step + 1 == options.steps)) {
-      std::fprintf(run.out, "step %d/%d | loss %.4f | %.0f tok/s | step %.3f s | bubble %.3f\n", step + 1,
-                   options.steps, r->loss, tps, r->step_s, r->bubble_ratio);
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const int done_here = step + 1 - summary.first_step;
+      const double eta = elapsed / done_here * (options.steps - step - 1);
+      std::fprintf(run.out,
+                   "step %d/%d | loss %.4f | %.0f tok/s | step %.3f s | bubble %.3f | %.3g GFLOP/s/rank | elapsed %s "
+                   "| ETA %s\n",
+                   step + 1, options.steps, r->loss, tps, r->step_s, r->bubble_ratio,
+                   run.step_flops / r->step_s / run.plan.pp_size / 1e9, Seconds(elapsed).c_str(), Seconds(eta).c_str());
       std::fflush(run.out);
     }
     const int done = step + 1;
@@ -351,7 +387,7 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
   RunSummary summary;
   RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
-                 options.double_precision ? "float64" : "float32", comm.rank() == 0};
+                 options.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan)};
   if (!options.resume.empty()) PW_RETURN_IF_ERROR(Resume(run));
   if (run.printer)
     std::fprintf(out,
@@ -370,6 +406,16 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     std::fprintf(out, "\n");
     std::fprintf(out, "done: loss %.4f -> %.4f | mean step %.3f s | %.0f tok/s | bubble %.3f\n", summary.first_loss,
                  summary.last_loss, summary.mean_step_s, summary.mean_tokens_per_s, summary.mean_bubble_ratio);
+    // The plan's step is makespan_s with a global barrier, steady_step_s
+    // without (docs/PLAN_FORMAT.md rule 9); the executor steps every rank
+    // together, so its measured step compares with makespan_s.
+    std::fprintf(out, "measured vs planned: step %.3f s vs %.3f s (x%.2f) | bubble %.3f vs %.3f%s\n",
+                 summary.mean_step_s, plan->predicted.makespan_s,
+                 plan->predicted.makespan_s > 0 ? summary.mean_step_s / plan->predicted.makespan_s : 0.0,
+                 summary.mean_bubble_ratio, plan->predicted.bubble_ratio,
+                 comm.size() > static_cast<int>(std::thread::hardware_concurrency())
+                     ? " (more ranks than cores: the ranks share cores, which the plan does not model)"
+                     : "");
   }
   PW_RETURN_IF_ERROR(sampled);
   return summary;

@@ -64,8 +64,12 @@ struct RunSummary {
 
 // Runs on every rank with `comm` (world = plan's pp_size). Reads the plan and
 // data, agrees on the plan across ranks, pre-flight checks it, trains, and
-// prints one line per step on rank 0 to `out`:
-//   step 3/50 | loss 4.1234 | 5120 tok/s | step 0.400 s | bubble 0.213
+// prints one line per --log-every steps on rank 0 to `out`:
+//   step 3/50 | loss 4.1234 | 5120 tok/s | step 0.400 s | bubble 0.213 |
+//   1.2 GFLOP/s/rank | elapsed 1.3 s | ETA 19.0 s
+// (model FLOP/s per rank from the plan's model and batch, models/spec
+// footprint: forward + both backward passes), then a summary with the
+// measured step and bubble beside the plan's predictions.
 // Errors: any rank's failure (file, plan, pre-flight, compute, comm) naming
 // the rank; the plan and pre-flight errors are the same on every rank, and so
 // are the refusals of --resume (another plan, seed, dtype; InvalidArgument)
