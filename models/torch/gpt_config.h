@@ -1,11 +1,12 @@
-// GPT model shape read from a Hugging Face `config.json` object (the same
-// object the planner reads and writes into plan `extra["model"]`).
+// The executor's decoder shape (GPT-2 style, or Llama family: see
+// GptConfig::family and models/torch/llama.h), from a plan's model section
+// or a Hugging Face `config.json` object.
 // Torch-free: the executor's pre-flight check and the plan helpers use it.
 //
 // Layer list (the contract with the planner), for a config with N blocks:
-//   index 0     "embedding"  token embedding + learned positions
+//   index 0     "embedding"  token embedding + learned positions (Llama: tokens only)
 //   index 1..N  "block.0" .. "block.N-1"  pre-norm causal self-attention + MLP
-//   index N+1   "head"       final LayerNorm + LM head (+ cross-entropy loss)
+//   index N+1   "head"       final LayerNorm (Llama: RMSNorm) + LM head (+ cross-entropy loss)
 // Plan `stages[].layers` are half-open ranges into this list.
 #pragma once
 
