@@ -77,6 +77,7 @@ int64_t BlockParams(const ModelConfig& m) {
   const int64_t h = m.hidden, q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim, f = m.ffn;
   int64_t p = BlockMatmulParams(m) + 2 * NormParams(m);
   if (m.attention_bias) p += (q + 2 * kv) + h;          // QKV bias, projection bias
+  else if (m.qkv_bias) p += q + 2 * kv;                 // QKV bias only (qwen2)
   if (m.mlp_bias) p += m.gated_mlp ? 2 * f + h : f + h;  // gate+up, down | fc1, fc2
   return p;
 }

@@ -86,7 +86,7 @@ struct LayerSpec {
 // Parameter counts (ECOSYSTEM.md §5.2): GPT-2 block 12h^2 + 13h (QKV 3h^2+3h,
 // proj h^2+h, fc1 4h^2+4h, fc2 4h^2+h, two LayerNorms 4h) in its general form
 // with f and GQA; Llama block h(h + 2kd) + (ad)h + 3hf + 2h, plus biases when
-// attention_bias / mlp_bias. Embedding V h (+ s_max h positions). Head: final
+// attention_bias (q + 2k d + h) / qkv_bias (q + 2k d, qwen2) / mlp_bias. Embedding V h (+ s_max h positions). Head: final
 // norm (2h LayerNorm / h RMSNorm) + V h when untied.
 std::vector<LayerSpec> BuildLayerList(const ModelConfig& model);
 
@@ -124,6 +124,11 @@ struct LayerFootprint {
 //   activation input and fc2 input 2 sbf e (+ mask sbh); SwiGLU input sbh e,
 //   gate, SiLU, up and down inputs 4 sbf e (ECOSYSTEM.md §5.4 "(ours)").
 //   Selective recompute drops the a s^2 b terms; full recompute keeps sbh e.
+//   The executor's Llama blocks (models/torch/llama.h) keep exactly these:
+//   RMSNorm is a custom function keeping its input (plus an sb reciprocal
+//   RMS, not counted), grouped-query attention multiplies against the k
+//   K/V heads without repeating them (so K and V count k d, not a d), and
+//   RoPE keeps only its (s d) cos/sin tables.
 // Embedding: int64 token ids 8 sb (+ dropout mask sbh) (Megatron
 // `compute_activation_memory`, first-stage terms). Head: norm and LM-head
 // inputs 2 sbh e + fp32 logits 4 sbV (Megatron: 4 sbh (1 + V/h)).

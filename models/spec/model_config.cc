@@ -77,19 +77,102 @@ double NumberOr(const json& c, const char* key, double fallback) {
 
 const char* ModelFamilyName(ModelFamily family) { return family == ModelFamily::kGpt2 ? "gpt2" : "llama"; }
 
+const char* RopeScalingTypeName(RopeScaling::Type type) {
+  switch (type) {
+    case RopeScaling::Type::kDefault: return "default";
+    case RopeScaling::Type::kLinear: return "linear";
+    case RopeScaling::Type::kLlama3: return "llama3";
+  }
+  return "?";
+}
+
+namespace {
+
+// Reads RoPE scaling from `rope_scaling` (transformers 4.x) or
+// `rope_parameters` (5.x, which also carries rope_theta). Errors name the
+// field, e.g. "x.json: field 'rope_scaling.rope_type' is 'yarn'; known:
+// default, linear, llama3".
+Status ReadRopeScaling(const json& c, const std::string& source, ModelConfig* m) {
+  std::string key;
+  const json* r = FindKey(c, {"rope_parameters", "rope_scaling"}, &key);
+  if (r == nullptr) return Status::Ok();
+  if (!r->is_object())
+    return Status::InvalidArgument(source + ": field '" + key + "' must be an object or null, got " + r->dump());
+  if (key == "rope_parameters") {
+    // 5.x may hold one set per attention type ({"full_attention": {...}}).
+    if (!r->contains("rope_type") && !r->contains("type") && r->contains("full_attention"))
+      return Status::InvalidArgument(source + ": field 'rope_parameters' holds per-attention-type parameters; "
+                                     "only a single set ({\"rope_type\": ...}) is understood");
+    PW_RETURN_IF_ERROR(PositiveNumber(*r, source + ": field 'rope_parameters'", {"rope_theta"}, m->rope_theta,
+                                      &m->rope_theta));
+  }
+  std::string type_key;
+  const json* t = FindKey(*r, {"rope_type", "type"}, &type_key);
+  std::string type = "default";
+  if (t != nullptr) {
+    if (!t->is_string())
+      return Status::InvalidArgument(source + ": field '" + key + "." + type_key + "' must be a string, got " +
+                                     t->dump());
+    type = t->get<std::string>();
+  } else {
+    type_key = "rope_type";
+  }
+  RopeScaling& s = m->rope_scaling;
+  const std::string where = source + ": field '" + key + "'";
+  if (type == "default") {
+    s = RopeScaling{};
+    return Status::Ok();
+  }
+  if (type == "linear") {
+    s.type = RopeScaling::Type::kLinear;
+  } else if (type == "llama3") {
+    s.type = RopeScaling::Type::kLlama3;
+  } else {
+    return Status::InvalidArgument(source + ": field '" + key + "." + type_key + "' is '" + type +
+                                   "'; known: default, linear, llama3");
+  }
+  if (!FindKey(*r, {"factor"}, &type_key))
+    return Status::InvalidArgument(source + ": field '" + key + ".factor' is missing (rope type " + type + ")");
+  PW_RETURN_IF_ERROR(PositiveNumber(*r, where, {"factor"}, 1.0, &s.factor));
+  if (s.type == RopeScaling::Type::kLlama3) {
+    for (const char* f : {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+      if (!FindKey(*r, {f}, &type_key))
+        return Status::InvalidArgument(source + ": field '" + key + "." + f + "' is missing (rope type llama3)");
+    PW_RETURN_IF_ERROR(PositiveNumber(*r, where, {"low_freq_factor"}, 1.0, &s.low_freq_factor));
+    PW_RETURN_IF_ERROR(PositiveNumber(*r, where, {"high_freq_factor"}, 4.0, &s.high_freq_factor));
+    PW_RETURN_IF_ERROR(PositiveInt(*r, where, {"original_max_position_embeddings"},
+                                   &s.original_max_position_embeddings));
+    if (!(s.high_freq_factor > s.low_freq_factor))
+      return Status::InvalidArgument(source + ": field '" + key + ".high_freq_factor' (" +
+                                     std::to_string(s.high_freq_factor) + ") must exceed '" + key +
+                                     ".low_freq_factor' (" + std::to_string(s.low_freq_factor) + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<ModelFamily> ConfigModelFamily(const json& c, const std::string& source) {
   if (!c.is_object()) return Status::InvalidArgument(source + ": expected a JSON object (a HF config.json)");
   std::string type = c.contains("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
   if (type.empty()) type = c.contains("n_embd") || c.contains("n_layer") ? "gpt2" : "llama";
   if (type == "gpt2") return ModelFamily::kGpt2;
-  if (type == "llama") return ModelFamily::kLlama;
-  return Status::InvalidArgument(source + ": field 'model_type' is '" + type + "'; known: gpt2, llama");
+  if (type == "llama" || type == "mistral" || type == "qwen2") return ModelFamily::kLlama;
+  return Status::InvalidArgument(source + ": field 'model_type' is '" + type + "'; known: gpt2, llama, mistral, qwen2");
 }
 
 StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source) {
   ModelConfig m;
   PW_ASSIGN_OR_RETURN(m.family, ConfigModelFamily(c, source));
   m.raw = c;
+  // Mixture of experts (Mixtral's num_local_experts, Qwen2-MoE's
+  // num_experts): neither the cost model nor the executor has routed MLPs.
+  for (const char* moe : {"num_local_experts", "num_experts"}) {
+    auto it = c.find(moe);
+    if (it != c.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0))
+      return Status::InvalidArgument(source + ": field '" + std::string(moe) + "' is " + it->dump() +
+                                     ": mixture-of-experts models are not supported (dense decoders only)");
+  }
   m.name = c.contains("_name_or_path") && c["_name_or_path"].is_string() ? c["_name_or_path"].get<std::string>()
                                                                           : ModelFamilyName(m.family);
   int64_t L = 0, a = 0, kv = 0;
@@ -152,6 +235,25 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
     m.dropout = NumberOr(c, "attention_dropout", 0.0) > 0;
     PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"rms_norm_eps"}, 1e-6, &m.norm_eps));
     PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"rope_theta"}, 10000.0, &m.rope_theta));
+    PW_RETURN_IF_ERROR(ReadRopeScaling(c, source, &m));
+    const std::string type = c.contains("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
+    // Qwen2 (transformers Qwen2Attention): q, k, v with bias, o_proj without.
+    if (type == "qwen2" && !m.attention_bias) m.qkv_bias = true;
+    // A sliding window shorter than the longest sequence changes attention
+    // (Mistral 7B v0.1: 4096 of 32768); Qwen2 only applies it with
+    // use_sliding_window.
+    auto sw = c.find("sliding_window");
+    const bool sw_used = type != "qwen2" || BoolOr(c, "use_sliding_window", false);
+    if (sw_used && sw != c.end() && !sw->is_null()) {
+      if (!sw->is_number_integer() || sw->get<int64_t>() <= 0)
+        return Status::InvalidArgument(source + ": field 'sliding_window' must be a positive integer or null, got " +
+                                       sw->dump());
+      if (sw->get<int64_t>() < m.max_positions)
+        return Status::InvalidArgument(source + ": field 'sliding_window' is " + sw->dump() +
+                                       ", below max_position_embeddings " + std::to_string(m.max_positions) +
+                                       ": sliding-window attention is not supported (set it to null, or "
+                                       "max_position_embeddings to at most the window)");
+    }
   }
   return m;
 }

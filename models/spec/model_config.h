@@ -12,7 +12,17 @@
 //    (null -> heads), `head_dim` (null -> hidden/heads), `vocab_size`,
 //    `max_position_embeddings`, `tie_word_embeddings` (default false),
 //    `attention_bias`, `mlp_bias`; RMSNorm, SwiGLU MLP, RoPE (no position
-//    table), `attention_dropout` (default 0).
+//    table), `attention_dropout` (default 0), `rope_scaling` (transformers
+//    4.x: {"type" or "rope_type", "factor", ...}) or `rope_parameters`
+//    (transformers 5.x: {"rope_type", "rope_theta", "factor", ...}): types
+//    default, linear and llama3 (RopeScaling below).
+//    `mistral` is read as llama (its `sliding_window`, when set and below
+//    max_position_embeddings, is refused: the cost model and the executor
+//    attend to the whole causal prefix). `qwen2` is read as llama with biases
+//    on Q, K and V but not on the output projection (qkv_bias); its
+//    sliding window is ignored unless `use_sliding_window` is true.
+//    Mixture-of-experts configs (`num_local_experts`, `num_experts`) are
+//    refused naming the field.
 // The generic names (`hidden_size`, `num_hidden_layers`, ...) are accepted for
 // GPT-2 too, as transformers' `attribute_map` does.
 #pragma once
@@ -28,6 +38,37 @@
 namespace pw {
 
 enum class ModelFamily { kGpt2, kLlama };
+
+// Rotary position embedding frequency scaling (Llama family). RoPE itself:
+// Su et al. 2021, "RoFormer", §3.4: channel pair i of a head of dimension d
+// turns by the angle p * inv_freq[i] at position p, inv_freq[i] =
+// theta^(-2i/d), i = 0 .. d/2 - 1. The types rescale inv_freq:
+//  - kDefault: unchanged;
+//  - kLinear: inv_freq / factor (positions divided by `factor`: Chen et al.
+//    2023, "position interpolation");
+//  - kLlama3: Meta's Llama 3.1 release (transformers
+//    `_compute_llama3_parameters`): with wavelength w = 2 pi / inv_freq,
+//    low = original_max_position_embeddings / low_freq_factor and
+//    high = original_max_position_embeddings / high_freq_factor:
+//    w < high keeps inv_freq; w > low uses inv_freq / factor; between them
+//    (1 - t) inv_freq / factor + t inv_freq with
+//    t = (original_max_position_embeddings / w - low_freq_factor) /
+//        (high_freq_factor - low_freq_factor).
+struct RopeScaling {
+  enum class Type { kDefault, kLinear, kLlama3 };
+  Type type = Type::kDefault;
+  double factor = 1.0;                           // linear, llama3 (> 0)
+  double low_freq_factor = 1.0;                  // llama3 (> 0)
+  double high_freq_factor = 4.0;                 // llama3 (> low_freq_factor)
+  int64_t original_max_position_embeddings = 8192;  // llama3 (> 0)
+  bool operator==(const RopeScaling& o) const {
+    return type == o.type && factor == o.factor && low_freq_factor == o.low_freq_factor &&
+           high_freq_factor == o.high_freq_factor &&
+           original_max_position_embeddings == o.original_max_position_embeddings;
+  }
+};
+// "default", "linear" or "llama3".
+const char* RopeScalingTypeName(RopeScaling::Type type);
 
 // "gpt2" or "llama".
 const char* ModelFamilyName(ModelFamily family);
@@ -47,11 +88,13 @@ struct ModelConfig {
   bool gated_mlp = false;      // SwiGLU: gate, up, down (3 h*f matrices)
   bool layer_norm = true;      // LayerNorm with bias (2h params); false = RMSNorm (h params)
   bool attention_bias = false; // biases on Q, K, V and the output projection
+  bool qkv_bias = false;       // biases on Q, K and V only (qwen2); false when attention_bias
   bool mlp_bias = false;       // biases on the MLP matrices
   bool learned_positions = false;  // a position embedding table of s_max x h (GPT-2)
   bool dropout = false;        // dropout layers present (their 1-byte masks are stored)
   double norm_eps = 1e-5;      // LayerNorm / RMSNorm epsilon (`layer_norm_epsilon` / `rms_norm_eps`)
   double rope_theta = 10000.0; // RoPE base (`rope_theta`; Llama only)
+  RopeScaling rope_scaling;    // RoPE frequency scaling (Llama only)
   // The config object as read (in memory only: plans hold the normalised
   // fields above, plan/plan.h; profiles read widths from it).
   nlohmann::json raw;
@@ -67,7 +110,11 @@ StatusOr<ModelFamily> ConfigModelFamily(const nlohmann::json& config, const std:
 // Parses a HF config object. `source` names the file in errors. Returns
 // InvalidArgument naming the field for a missing, non-integer or
 // non-positive size, hidden % heads != 0 without `head_dim`, heads %
-// kv_heads != 0, or an unknown `model_type` (known: gpt2, llama; missing
+// kv_heads != 0, a RoPE scaling type other than default / linear / llama3
+// (naming 'rope_scaling.rope_type' or 'rope_parameters.rope_type') or a bad
+// scaling number, a `sliding_window` below max_position_embeddings, a
+// mixture-of-experts field (`num_local_experts`, `num_experts`), or an
+// unknown `model_type` (known: gpt2, llama, mistral, qwen2; missing
 // model_type is inferred from the field names, see ConfigModelFamily).
 // `vocab_size` is required (no default: HF's own defaults differ per family,
 // 50257 for GPT-2 and 32000 for Llama; the executor's ParseGptConfig

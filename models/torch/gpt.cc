@@ -1,5 +1,7 @@
 #include "models/torch/gpt.h"
 
+#include "models/torch/llama.h"
+
 #include <cmath>
 #include <random>
 
@@ -99,6 +101,36 @@ struct EmbeddingFunction : public torch::autograd::Function<EmbeddingFunction> {
   }
 };
 
+// The token-only variant (Llama: no position table). forward: wte (V, C),
+// tokens (b, T) int64 -> (b, T, C).
+struct TokenEmbeddingFunction : public torch::autograd::Function<TokenEmbeddingFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& wte, const torch::Tensor& tokens,
+                               DeferredGradSink* sink) {
+    ctx->saved_data["sink"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(sink));
+    ctx->saved_data["wte"] = wte;
+    ctx->saved_data["tokens"] = tokens;
+    return torch::embedding(wte, tokens);  // (b, T, C)
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    auto* sink = reinterpret_cast<DeferredGradSink*>(static_cast<intptr_t>(ctx->saved_data["sink"].toInt()));
+    DeferredGemm d;
+    d.kind = DeferredGemm::Kind::kEmbedding;
+    d.weight = ctx->saved_data["wte"].toTensor();
+    d.input = ctx->saved_data["tokens"].toTensor();
+    d.grad_output = grad_outputs[0];  // (b, T, C)
+    if (sink != nullptr && sink->Deferring()) {
+      sink->Push(std::move(d));
+      return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+    const int64_t C = d.weight.size(1);
+    torch::Tensor dwte = torch::zeros_like(d.weight).index_add_(0, d.input.reshape({-1}),
+                                                                d.grad_output.reshape({-1, C}));  // (V, C)
+    return {dwte, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 // Fills a tensor of `sizes` with N(0, stddev) from a std::mt19937_64 seeded
 // by `seed`: portable across LibTorch versions and thread-safe.
 torch::Tensor NormalInit(std::vector<int64_t> sizes, double stddev, uint64_t seed, torch::Dtype dtype) {
@@ -122,6 +154,13 @@ void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dty
   lin->weight.copy_(NormalInit(lin->weight.sizes().vec(), stddev, seed, dtype));
   if (lin->bias.defined()) lin->bias.zero_();
 }
+
+torch::Tensor TokenEmbedding(const torch::Tensor& wte, const torch::Tensor& tokens, DeferredGradSink* sink) {
+  if (sink != nullptr) return TokenEmbeddingFunction::apply(wte, tokens, sink);
+  return torch::embedding(wte, tokens);  // (b, T, C)
+}
+
+namespace {
 
 class EmbeddingLayer : public GptLayerImpl {
  public:
@@ -229,9 +268,11 @@ void ApplyDeferredGrad(const DeferredGemm& g) {
     const int64_t C = g.weight.size(1), T = g.input.size(1);
     torch::Tensor dy = g.grad_output.reshape({-1, C});                                      // (b*T, C)
     accumulate(g.weight, torch::zeros_like(g.weight).index_add_(0, g.input.reshape({-1}), dy));  // (V, C)
-    torch::Tensor dwpe = torch::zeros_like(g.bias);                                            // (n_positions, C)
-    dwpe.narrow(0, 0, T).copy_(g.grad_output.sum(0));
-    accumulate(g.bias, dwpe);
+    if (g.bias.defined()) {  // learned positions (GPT-2); none for Llama
+      torch::Tensor dwpe = torch::zeros_like(g.bias);  // (n_positions, C)
+      dwpe.narrow(0, 0, T).copy_(g.grad_output.sum(0));
+      accumulate(g.bias, dwpe);
+    }
     return;
   }
   const int64_t in = g.input.size(-1), out = g.grad_output.size(-1);
@@ -247,6 +288,7 @@ void GptLayerImpl::SetSink(DeferredGradSink* sink) {
 }
 
 std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
+  if (config.family == ModelFamily::kLlama) return MakeLlamaLayer(config, index, seed, dtype);
   if (index == 0) return std::make_shared<EmbeddingLayer>(config, seed, dtype);
   if (index == config.NumLayers() - 1) return std::make_shared<HeadLayer>(config, index, seed, dtype);
   return std::make_shared<BlockLayer>(config, index, seed, dtype);

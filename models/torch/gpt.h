@@ -28,11 +28,11 @@ namespace pw::models {
 struct DeferredGemm {
   enum class Kind {
     kGemm,       // y = x W^T + b:  dW = dY^T X, db = sum dY
-    kEmbedding,  // y = wte[ids] + wpe[:T]:  dwte = scatter-add of dY by ids, dwpe[:T] = sum over rows of dY
+    kEmbedding,  // y = wte[ids] (+ wpe[:T]):  dwte = scatter-add of dY by ids, dwpe[:T] = sum over rows of dY
   };
   Kind kind = Kind::kGemm;
   torch::Tensor weight;  // kGemm: W (out, in); kEmbedding: wte (V, C). The parameter (shares its grad)
-  torch::Tensor bias;    // kGemm: b (out) or undefined; kEmbedding: wpe (n_positions, C)
+  torch::Tensor bias;    // kGemm: b (out) or undefined; kEmbedding: wpe (n_positions, C) or undefined (Llama)
   torch::Tensor input;   // kGemm: X (..., in); kEmbedding: token ids (b, T) int64
   torch::Tensor grad_output;  // dY: kGemm (..., out); kEmbedding (b, T, C)
 };
@@ -79,16 +79,34 @@ class GptLayerImpl : public torch::nn::Module {
   virtual void SetSink(DeferredGradSink* sink);
 };
 
+// Token embedding wte[tokens] without positions (Llama): wte (V, C), tokens
+// (b, T) int64 -> (b, T, C). With a sink its weight gradient (the
+// scatter-add) is deferred on I exactly like GPT's embedding (a kEmbedding
+// DeferredGemm with an undefined bias); without one, plain autograd.
+torch::Tensor TokenEmbedding(const torch::Tensor& wte, const torch::Tensor& tokens, DeferredGradSink* sink);
+
+// Deterministic initial values shared by the model files: a tensor of
+// `sizes` filled with N(0, stddev) from std::mt19937_64 seeded by `seed`
+// (portable across LibTorch versions), converted to `dtype`.
+torch::Tensor NormalInit(std::vector<int64_t> sizes, double stddev, uint64_t seed, torch::Dtype dtype);
+// Seed of parameter `slot` of layer `layer`: distinct per (seed, layer, slot).
+uint64_t ParamSeed(uint64_t seed, int layer, int slot);
+// lin.weight <- NormalInit(stddev, seed); lin.bias <- 0.
+void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dtype);
+
 // Builds layer `index` of the list with deterministic initial values that
 // depend only on (seed, index): the same layer is bit-identical whichever
 // stage or process builds it. GPT-2 init: N(0, 0.02) weights, residual
-// projections N(0, 0.02/sqrt(2N)), zero biases, LayerNorm (1, 0).
+// projections N(0, 0.02/sqrt(2N)), zero biases, LayerNorm (1, 0). A
+// config of family llama builds the Llama layer (models/torch/llama.h).
 // dtype: torch::kFloat or torch::kDouble.
 // REQUIRES: 0 <= index < config.NumLayers().
 std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, uint64_t seed,
                                            torch::Dtype dtype);
 
-// A pipeline stage: layers [begin, end) in order.
+// A pipeline stage: layers [begin, end) in order, of either family (the
+// engine, the backend, the reference and the sampler use this one stage
+// type for GPT and Llama models alike).
 class GptStageImpl : public torch::nn::Module {
  public:
   GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype);

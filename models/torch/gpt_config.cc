@@ -73,19 +73,64 @@ StatusOr<GptConfig> GptShape(const ModelConfig& m, const std::string& source) {
   return c;
 }
 
-StatusOr<GptConfig> GptFromModel(const ModelConfig& m, const std::string& source) {
-  PW_ASSIGN_OR_RETURN(GptConfig c, GptShape(m, source));
+namespace {
+
+// The Llama family's shape (models/torch/llama.h). Refuses, naming the field,
+// a model section that is not what the Llama layers build.
+StatusOr<GptConfig> LlamaShape(const ModelConfig& m, const std::string& source) {
   auto refuse = [&](const std::string& field, const std::string& why) {
     return Status::InvalidArgument(source + ": field '" + field + "' " + why);
   };
+  if (m.layer_norm) return refuse("norm", "is 'layernorm': the executor's Llama blocks use RMSNorm");
+  if (!m.gated_mlp) return refuse("mlp", "is 'gelu': the executor's Llama blocks use a SwiGLU MLP");
+  if (m.learned_positions) return refuse("positions", "is 'learned': the executor's Llama blocks use RoPE");
+  if (m.head_dim % 2 != 0)
+    return refuse("head_dim", "is " + std::to_string(m.head_dim) + ": RoPE turns channel pairs, it must be even");
+  if (m.num_kv_heads <= 0 || m.num_heads % m.num_kv_heads != 0)
+    return refuse("num_key_value_heads", "(" + std::to_string(m.num_kv_heads) +
+                                             ") must divide num_attention_heads (" + std::to_string(m.num_heads) + ")");
+  GptConfig c;
+  c.family = ModelFamily::kLlama;
+  c.n_layer = m.num_layers;
+  c.n_embd = m.hidden;
+  c.n_head = m.num_heads;
+  c.n_inner = m.ffn;
+  c.n_positions = m.max_positions;
+  c.vocab_size = m.vocab;
+  c.layer_norm_epsilon = m.norm_eps;
+  c.n_kv_head = m.num_kv_heads;
+  c.head_dim = m.head_dim;
+  c.attention_bias = m.attention_bias;
+  c.qkv_bias = m.qkv_bias && !m.attention_bias;
+  c.mlp_bias = m.mlp_bias;
+  c.rope_theta = m.rope_theta;
+  c.rope_scaling = m.rope_scaling;
+  return c;
+}
+
+}  // namespace
+
+StatusOr<GptConfig> GptFromModel(const ModelConfig& m, const std::string& source) {
+  auto refuse = [&](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument(source + ": field '" + field + "' " + why);
+  };
+  GptConfig c;
+  if (m.family == ModelFamily::kLlama) {
+    PW_ASSIGN_OR_RETURN(c, LlamaShape(m, source));
+  } else {
+    PW_ASSIGN_OR_RETURN(c, GptShape(m, source));
+  }
   if (m.tied)
     return refuse("tie_word_embeddings",
-                  "is true (HF's default for gpt2): the executor's LM head has its own matrix, so it would train "
+                  "is true (HF's default for gpt2; some Llama-family configs set it): the executor's LM head has its own matrix, so it would train "
                   "an untied model; set \"tie_word_embeddings\": false in the config and plan again");
   if (m.dropout)
     return refuse("dropout",
-                  "is true (attn_pdrop, resid_pdrop or embd_pdrop > 0; HF's default is 0.1): the executor has no "
-                  "dropout layers; set all three to 0 in the config and plan again");
+                  m.family == ModelFamily::kLlama
+                      ? "is true (attention_dropout > 0): the executor has no dropout layers; set it to 0 in the "
+                        "config and plan again"
+                      : "is true (attn_pdrop, resid_pdrop or embd_pdrop > 0; HF's default is 0.1): the executor has "
+                        "no dropout layers; set all three to 0 in the config and plan again");
   return c;
 }
 

@@ -1,11 +1,12 @@
-// GPT model shape read from a Hugging Face `config.json` object (the same
-// object the planner reads and writes into plan `extra["model"]`).
+// The executor's decoder shape (GPT-2 style, or Llama family: see
+// GptConfig::family and models/torch/llama.h), from a plan's model section
+// or a Hugging Face `config.json` object.
 // Torch-free: the executor's pre-flight check and the plan helpers use it.
 //
 // Layer list (the contract with the planner), for a config with N blocks:
-//   index 0     "embedding"  token embedding + learned positions
+//   index 0     "embedding"  token embedding + learned positions (Llama: tokens only)
 //   index 1..N  "block.0" .. "block.N-1"  pre-norm causal self-attention + MLP
-//   index N+1   "head"       final LayerNorm + LM head (+ cross-entropy loss)
+//   index N+1   "head"       final LayerNorm (Llama: RMSNorm) + LM head (+ cross-entropy loss)
 // Plan `stages[].layers` are half-open ranges into this list.
 #pragma once
 
@@ -20,14 +21,25 @@
 
 namespace pw::models {
 
+// The executor's decoder: GPT-2 style (family kGpt2) or Llama style (kLlama:
+// also mistral and qwen2 configs; models/torch/llama.h builds its layers).
+// The fields below `layer_norm_epsilon` are the Llama family's.
 struct GptConfig {
+  ModelFamily family = ModelFamily::kGpt2;
   int64_t n_layer = 0;      // N: transformer blocks
   int64_t n_embd = 0;       // C: width
   int64_t n_head = 0;       // attention heads; C % n_head == 0
   int64_t n_inner = 0;      // MLP hidden width; 4*C when the config has none
   int64_t n_positions = 0;  // longest sequence the position table holds
   int64_t vocab_size = 256; // V; byte-level by default
-  double layer_norm_epsilon = 1e-5;
+  double layer_norm_epsilon = 1e-5;  // LayerNorm eps (gpt2) / RMSNorm eps (llama)
+  int64_t n_kv_head = 0;     // llama: key/value heads (GQA), divides n_head
+  int64_t head_dim = 0;      // llama: D (may differ from C / n_head)
+  bool attention_bias = false;  // llama: biases on q, k, v and o projections
+  bool qkv_bias = false;        // llama: biases on q, k, v only (qwen2)
+  bool mlp_bias = false;        // llama: biases on gate, up, down
+  double rope_theta = 10000.0;  // llama: RoPE base
+  RopeScaling rope_scaling;     // llama: RoPE frequency scaling
 
   int NumLayers() const { return static_cast<int>(n_layer) + 2; }
 };
@@ -58,11 +70,16 @@ StatusOr<GptConfig> ParseGptConfig(const nlohmann::json& config, const std::stri
 // ParseGptConfig returns (`profile` measures these layers).
 StatusOr<GptConfig> GptShape(const ModelConfig& model, const std::string& source);
 
-// The executor's GPT for training from a normalised model (a plan's `model`
-// section, plan/plan.h): GptShape, and refuses, naming the field and what to change, what the
+// The executor's decoder for training from a normalised model (a plan's
+// `model` section, plan/plan.h). Family llama (llama, mistral, qwen2 configs):
+// every field the Llama layers need (models/torch/llama.h). Family gpt2:
+// GptShape. Both refuse, naming the field and what to change, what the
 // executor does not build: another architecture, grouped-query attention, a
 // tied LM head (`tie_word_embeddings`), dropout (`dropout`, from the
-// config's attn_pdrop / resid_pdrop / embd_pdrop). Errors: InvalidArgument
+// config's attn_pdrop / resid_pdrop / embd_pdrop; llama: attention_dropout),
+// and for llama a LayerNorm / GELU / learned-positions model section (the
+// `norm`, `mlp`, `positions` fields of another architecture) and an odd
+// head_dim (RoPE turns channel pairs). Errors: InvalidArgument
 // "<source>: field '<name>' ...".
 StatusOr<GptConfig> GptFromModel(const ModelConfig& model, const std::string& source);
 

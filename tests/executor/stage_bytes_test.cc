@@ -78,6 +78,17 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
                                  "n_positions": 32, "vocab_size": 1000, "tie_word_embeddings": false,
                                  "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0})"),
        3},
+      {"llama GQA (a=4, k=2), all biases, head_dim 12",
+       nlohmann::json::parse(R"({"model_type": "llama", "num_hidden_layers": 3, "hidden_size": 32,
+                                 "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12,
+                                 "intermediate_size": 56, "max_position_embeddings": 32, "vocab_size": 256,
+                                 "attention_bias": true, "mlp_bias": true})"),
+       3},
+      {"qwen2 (q/k/v biases only, MQA)",
+       nlohmann::json::parse(R"({"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 32,
+                                 "num_attention_heads": 4, "num_key_value_heads": 1, "intermediate_size": 64,
+                                 "max_position_embeddings": 32, "vocab_size": 512})"),
+       2},
   };
   // Shipped GPT-2-family configs, at most 2 blocks each (the embedding and
   // head are full size). gpt3-175b is left out: its embedding alone is 617 M
@@ -129,9 +140,22 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
 // backward less those before the forward, against the plan's activation.
 TEST(StageBytes, PlannedActivationBytesMatchTheCountingAllocator) {
   InstallCountingCpuAllocator();
-  const nlohmann::json demo = nlohmann::json::parse(
-      R"({"model_type": "gpt2", "n_layer": 4, "n_embd": 128, "n_head": 4, "n_positions": 64, "vocab_size": 256,
-          "tie_word_embeddings": false, "attn_pdrop": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0})");
+  const std::vector<std::pair<std::string, nlohmann::json>> models = {
+      {"gpt2 demo", nlohmann::json::parse(
+           R"({"model_type": "gpt2", "n_layer": 4, "n_embd": 128, "n_head": 4, "n_positions": 64, "vocab_size": 256,
+               "tie_word_embeddings": false, "attn_pdrop": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0})")},
+      // GQA with biases: the planner counts K and V at k heads (the grouped
+      // attention never repeats them) and each RMSNorm's input only.
+      {"llama GQA+bias", nlohmann::json::parse(
+           R"({"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 8,
+               "num_key_value_heads": 2, "intermediate_size": 344, "max_position_embeddings": 64,
+               "vocab_size": 256, "attention_bias": true, "mlp_bias": true})")},
+      {"qwen2 MQA", nlohmann::json::parse(
+           R"({"model_type": "qwen2", "num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 4,
+               "num_key_value_heads": 1, "head_dim": 48, "intermediate_size": 256, "max_position_embeddings": 64,
+               "vocab_size": 256})")},
+  };
+  for (const auto& [model_name, demo] : models)
   for (int rows : {1, 4}) {
     for (int bytes : {4, 8}) {
       PlanSpec spec;
@@ -164,9 +188,10 @@ TEST(StageBytes, PlannedActivationBytesMatchTheCountingAllocator) {
       const int64_t measured = before_b - before_f;
       const int64_t planned = plan->stages[0].memory.activation;
       const double ratio = static_cast<double>(measured) / static_cast<double>(planned);
-      std::printf("activation bytes, rows=%d fp%d: measured %lld, planned %lld, measured/planned %.3f\n", rows,
-                  bytes * 8, static_cast<long long>(measured), static_cast<long long>(planned), ratio);
-      EXPECT_NEAR(ratio, 1.0, 0.10) << "rows=" << rows << " fp" << bytes * 8;
+      std::printf("activation bytes, %s rows=%d fp%d: measured %lld, planned %lld, measured/planned %.3f\n",
+                  model_name.c_str(), rows, bytes * 8, static_cast<long long>(measured),
+                  static_cast<long long>(planned), ratio);
+      EXPECT_NEAR(ratio, 1.0, 0.10) << model_name << " rows=" << rows << " fp" << bytes * 8;
     }
   }
 }

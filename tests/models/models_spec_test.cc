@@ -145,6 +145,109 @@ TEST(ModelConfigs, ErrorsNameTheField) {
   EXPECT_NE(nf.status().message().find("llama-2-7b"), std::string::npos) << "lists shipped names";
 }
 
+nlohmann::json SmallLlama() {
+  return {{"model_type", "llama"}, {"num_hidden_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 4},
+          {"num_key_value_heads", 2}, {"vocab_size", 100}, {"intermediate_size", 128},
+          {"max_position_embeddings", 32}};
+}
+
+void ExpectRefusedNaming(const nlohmann::json& c, const std::string& field) {
+  auto r = ParseModelConfig(c, "x.json");
+  ASSERT_FALSE(r.ok()) << c.dump();
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("'" + field + "'"), std::string::npos) << r.status().ToString();
+}
+
+TEST(ModelConfigs, LlamaFamilyBadInputNamesTheField) {
+  nlohmann::json c = SmallLlama();
+  c["num_local_experts"] = 8;  // Mixtral
+  ExpectRefusedNaming(c, "num_local_experts");
+  c = SmallLlama();
+  c["model_type"] = "qwen2";
+  c["num_experts"] = 60;  // Qwen2-MoE style
+  ExpectRefusedNaming(c, "num_experts");
+  c = SmallLlama();
+  c["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
+  ExpectRefusedNaming(c, "rope_scaling.type");
+  c = SmallLlama();
+  c["rope_parameters"] = {{"rope_type", "dynamic"}, {"factor", 2.0}, {"rope_theta", 10000.0}};
+  ExpectRefusedNaming(c, "rope_parameters.rope_type");
+  c = SmallLlama();
+  c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                       {"original_max_position_embeddings", 8192}};
+  ExpectRefusedNaming(c, "rope_scaling.high_freq_factor");
+  c = SmallLlama();
+  c["rope_scaling"] = {{"rope_type", "linear"}};
+  ExpectRefusedNaming(c, "rope_scaling.factor");
+  c = SmallLlama();
+  c["model_type"] = "mistral";
+  c["sliding_window"] = 16;  // below max_position_embeddings 32
+  ExpectRefusedNaming(c, "sliding_window");
+  c["sliding_window"] = 32;
+  EXPECT_TRUE(ParseModelConfig(c, "x.json").ok());
+  c["sliding_window"] = nullptr;  // Mistral 7B v0.2+
+  EXPECT_TRUE(ParseModelConfig(c, "x.json").ok());
+  c["model_type"] = "qwen2";  // Qwen2 ships a window it does not use
+  c["sliding_window"] = 4;
+  c["use_sliding_window"] = false;
+  EXPECT_TRUE(ParseModelConfig(c, "x.json").ok());
+  c["use_sliding_window"] = true;
+  ExpectRefusedNaming(c, "sliding_window");
+}
+
+TEST(ModelConfigs, RopeScalingOfBothTransformersVersions) {
+  nlohmann::json c = SmallLlama();
+  auto r = ParseModelConfig(c, "x.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rope_scaling.type, RopeScaling::Type::kDefault);
+  // transformers 4.x, old key "type".
+  c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.5}};
+  r = ParseModelConfig(c, "x.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rope_scaling.type, RopeScaling::Type::kLinear);
+  EXPECT_EQ(r->rope_scaling.factor, 2.5);
+  // 4.x Llama 3.1 config.
+  c["rope_theta"] = 500000.0;
+  c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  r = ParseModelConfig(c, "x.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rope_scaling.type, RopeScaling::Type::kLlama3);
+  EXPECT_EQ(r->rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(r->rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_EQ(r->rope_theta, 500000.0);
+  // 5.x: rope_parameters carries rope_theta.
+  c.erase("rope_scaling");
+  c.erase("rope_theta");
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000.0}};
+  r = ParseModelConfig(c, "x.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rope_scaling.type, RopeScaling::Type::kDefault);
+  EXPECT_EQ(r->rope_theta, 1000000.0);
+}
+
+// qwen2: biases on q, k, v (h + 2 k d... per block: a d + 2 k d), none on
+// o_proj; the parameter count includes exactly those.
+TEST(ModelConfigs, Qwen2CountsQkvBiasesOnly) {
+  nlohmann::json c = SmallLlama();
+  auto llama = ParseModelConfig(c, "x.json");
+  c["model_type"] = "qwen2";
+  auto qwen = ParseModelConfig(c, "x.json");
+  ASSERT_TRUE(llama.ok() && qwen.ok());
+  EXPECT_TRUE(qwen->qkv_bias);
+  EXPECT_FALSE(qwen->attention_bias);
+  const int64_t d = 16, a = 4, k = 2, L = 2;
+  EXPECT_EQ(TotalParameters(*qwen) - TotalParameters(*llama), L * (a * d + 2 * k * d));
+  // Qwen2-0.5B's published count: 494,032,768 (tied embeddings).
+  nlohmann::json q05 = {{"model_type", "qwen2"}, {"num_hidden_layers", 24}, {"hidden_size", 896},
+                        {"num_attention_heads", 14}, {"num_key_value_heads", 2}, {"intermediate_size", 4864},
+                        {"vocab_size", 151936}, {"max_position_embeddings", 32768}, {"tie_word_embeddings", true},
+                        {"sliding_window", 32768}, {"use_sliding_window", false}};
+  auto q = ParseModelConfig(q05, "qwen2-0.5b.json");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(TotalParameters(*q), 494032768);
+}
+
 TEST(ModelConfigs, Gpt2HiddenMustSplitIntoHeads) {
   // GPT-2 has no head_dim: n_embd must be a multiple of n_head.
   nlohmann::json c = {{"model_type", "gpt2"}, {"n_layer", 2}, {"n_embd", 100}, {"n_head", 7},

@@ -1,0 +1,210 @@
+// Equivalence of the pipelined executor with the single-process reference
+// for Llama-family models (models/torch/llama.h), fp64, for every schedule
+// family: grouped-query attention (kv heads < heads, and one kv head),
+// attention and MLP biases, qwen2's q/k/v-only biases, an explicit head_dim
+// (H D != C), RoPE scaling of types llama3 and linear (the latter through
+// transformers 5.x `rope_parameters`). Under zero-bubble schedules every
+// weight GEMM (q, k, v, o, gate, up, down, lm_head) and the embedding's
+// scatter-add go through the deferred I/W split. After one step: loss and
+// every parameter's gradient; after 3 AdamW steps: every parameter.
+// Tolerance: relative difference <= 1e-10 per tensor (max |a-b| / max |ref|).
+#include <map>
+#include <numeric>
+
+#include "schedules/registry.h"
+#include "tests/executor/executor_test_util.h"
+
+namespace pw::exec::testing {
+namespace {
+
+constexpr double kTolerance = 1e-10;
+constexpr int kSeq = 8;
+
+// The three Llama-family configs the cases rotate through (4 blocks each).
+std::vector<std::pair<std::string, nlohmann::json>> LlamaConfigs() {
+  return {
+      {"llama-gqa", nlohmann::json::parse(R"({"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 16,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24,
+          "max_position_embeddings": 16, "vocab_size": 256, "rms_norm_eps": 1e-5})")},
+      // head_dim 6: q is 4 x 6 = 24 wide against hidden 16; original context
+      // 8 puts one frequency in llama3's smoothed band and two in the scaled one.
+      {"llama-bias-hd6-llama3", nlohmann::json::parse(R"({"model_type": "llama", "num_hidden_layers": 4,
+          "hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 6,
+          "intermediate_size": 20, "max_position_embeddings": 16, "vocab_size": 256, "attention_bias": true,
+          "mlp_bias": true, "rope_theta": 10000.0,
+          "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                           "high_freq_factor": 4.0, "original_max_position_embeddings": 8}})")},
+      {"qwen2-mqa-linear", nlohmann::json::parse(R"({"model_type": "qwen2", "num_hidden_layers": 4,
+          "hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 1, "intermediate_size": 24,
+          "max_position_embeddings": 16, "vocab_size": 300, "sliding_window": 4, "use_sliding_window": false,
+          "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0}})")},
+  };
+}
+
+struct LlamaCase {
+  std::string schedule;
+  int pp;
+  int m;
+  int config;  // index into LlamaConfigs()
+};
+
+std::string CaseName(const LlamaCase& c) {
+  return LlamaConfigs()[c.config].first + " " + c.schedule + " P=" + std::to_string(c.pp) + " m=" +
+         std::to_string(c.m);
+}
+
+void PrintTo(const LlamaCase& c, std::ostream* os) { *os << CaseName(c); }
+
+// Every registered family x P in {2, 3} x m in {1 (< P), P + 1 (not
+// divisible by P)}; the configs rotate so that each family meets several.
+std::vector<LlamaCase> AllLlamaCases() {
+  std::vector<LlamaCase> cases;
+  int i = 0;
+  for (const std::string& family : ScheduleNames())
+    for (int p : {2, 3})
+      for (int m : {1, p + 1}) cases.push_back({family, p, m, i++ % 3});
+  return cases;
+}
+
+class LlamaEquivalenceTest : public ::testing::TestWithParam<LlamaCase> {};
+
+TEST_P(LlamaEquivalenceTest, MatchesSingleProcess) {
+  const LlamaCase& c = GetParam();
+  PlanSpec spec;
+  spec.schedule = c.schedule;
+  spec.pp_size = c.pp;
+  spec.num_microbatches = c.m;
+  spec.model = LlamaConfigs()[c.config].second;
+  spec.seq_length = kSeq;
+  spec.micro_batch_size = 2;
+  spec.bytes_per_element = 8;
+  StatusOr<Plan> plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << CaseName(c) << ": cannot build the plan: " << plan.status().ToString();
+  ASSERT_EQ(plan->model->family, ModelFamily::kLlama);
+
+  std::vector<TokenBatch> batches;
+  for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(2 * c.m, kSeq, 300 + i));
+  EngineOptions options = Fp64Options();
+  std::vector<RankRun> runs = RunLoopback(*plan, c.pp, batches, options, /*timeout_s=*/20.0);
+  ReferenceRun ref = RunReference(*plan->model, batches, options);
+  ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
+  std::vector<NamedValues> grads, params;
+  for (int r = 0; r < c.pp; ++r) {
+    ASSERT_TRUE(runs[r].status.ok()) << CaseName(c) << ": rank " << r << ": " << runs[r].status.ToString();
+    grads.insert(grads.end(), runs[r].grads_after_first.begin(), runs[r].grads_after_first.end());
+    params.insert(params.end(), runs[r].params_after_last.begin(), runs[r].params_after_last.end());
+    EXPECT_EQ(runs[r].live_graphs, 0) << CaseName(c) << ": rank " << r << " keeps autograd graphs after the step";
+  }
+  ASSERT_EQ(grads.size(), ref.grads_after_first.size()) << CaseName(c) << ": every parameter lives on one rank";
+  const double loss = runs[0].reports[0].loss;
+  EXPECT_LE(std::fabs(loss - ref.first_loss), kTolerance * std::fabs(ref.first_loss))
+      << CaseName(c) << ": loss " << loss << " vs reference " << ref.first_loss;
+  Diff g = WorstDiff(grads, ref.grads_after_first);
+  EXPECT_LE(g.rel, kTolerance) << CaseName(c) << ": gradients after step 1: " << Describe(g);
+  Diff p = WorstDiff(params, ref.params_after_last);
+  EXPECT_LE(p.rel, kTolerance) << CaseName(c) << ": parameters after 3 steps: " << Describe(p);
+  // Every parameter got a nonzero gradient (biases, norms, all projections).
+  for (const NamedValues& nv : grads) {
+    double max_abs = 0;
+    for (double v : nv.values) max_abs = std::max(max_abs, std::fabs(v));
+    EXPECT_GT(max_abs, 0.0) << CaseName(c) << ": " << nv.name << " has a zero gradient";
+  }
+  std::printf("[ llama    ] %-46s loss %.12f grad rel %.2e (%s) param rel %.2e\n", CaseName(c).c_str(), loss, g.rel,
+              g.name.c_str(), p.rel);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFamilies, LlamaEquivalenceTest, ::testing::ValuesIn(AllLlamaCases()),
+                         [](const ::testing::TestParamInfo<LlamaCase>& info) {
+                           std::string n = CaseName(info.param);
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n + "_" + std::to_string(info.index);
+                         });
+
+// The parameters the Llama stages hold are the HF names and shapes: q/k/v
+// biases without an o_proj bias for qwen2, all four with attention_bias.
+TEST(LlamaParameters, NamesAndBiasesFollowTheConfig) {
+  for (int config : {1, 2}) {
+    PlanSpec spec;
+    spec.schedule = "1f1b";
+    spec.pp_size = 1;
+    spec.num_microbatches = 1;
+    spec.model = LlamaConfigs()[config].second;
+    spec.seq_length = kSeq;
+    spec.bytes_per_element = 8;
+    StatusOr<Plan> plan = BuildPlan(spec);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ReferenceRun ref = RunReference(*plan->model, {RandomBatch(1, kSeq, 1)}, Fp64Options());
+    ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
+    std::map<std::string, size_t> sizes;
+    for (const NamedValues& nv : ref.grads_after_first) sizes[nv.name] = nv.values.size();
+    EXPECT_EQ(sizes.count("embedding.embed_tokens"), 1u);
+    EXPECT_EQ(sizes.count("head.norm.weight"), 1u);
+    EXPECT_EQ(sizes.count("block.0.input_layernorm.weight"), 1u);
+    EXPECT_EQ(sizes.count("block.0.q_proj.bias"), 1u);
+    EXPECT_EQ(sizes.count("block.0.v_proj.bias"), 1u);
+    if (config == 1) {  // attention_bias, mlp_bias, head_dim 6: q (24, 16), k (12, 16)
+      EXPECT_EQ(sizes["block.0.q_proj.weight"], 24u * 16u);
+      EXPECT_EQ(sizes["block.0.k_proj.weight"], 12u * 16u);
+      EXPECT_EQ(sizes["block.0.o_proj.weight"], 16u * 24u);
+      EXPECT_EQ(sizes.count("block.0.o_proj.bias"), 1u);
+      EXPECT_EQ(sizes.count("block.0.down_proj.bias"), 1u);
+    } else {  // qwen2: no o_proj or MLP bias; one kv head of 4 channels
+      EXPECT_EQ(sizes["block.0.k_proj.weight"], 4u * 16u);
+      EXPECT_EQ(sizes.count("block.0.o_proj.bias"), 0u);
+      EXPECT_EQ(sizes.count("block.0.down_proj.bias"), 0u);
+      EXPECT_EQ(sizes["embedding.embed_tokens"], 300u * 16u);
+    }
+  }
+}
+
+// The plan's model section carries the RoPE scaling and qwen2's q/k/v-only
+// biases through its text; a plan without them has neither key.
+TEST(LlamaPlan, ModelSectionRoundTripsRopeScalingAndQkvBias) {
+  for (int config : {0, 1, 2}) {
+    PlanSpec spec;
+    spec.schedule = "1f1b";
+    spec.pp_size = 2;
+    spec.num_microbatches = 2;
+    spec.model = LlamaConfigs()[config].second;
+    spec.seq_length = kSeq;
+    StatusOr<Plan> plan = BuildPlan(spec);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    const std::string text = PlanToJson(*plan);
+    StatusOr<Plan> back = ParsePlan(text, "plan.json");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_TRUE(back->model->rope_scaling == plan->model->rope_scaling) << config;
+    EXPECT_EQ(back->model->qkv_bias, plan->model->qkv_bias) << config;
+    EXPECT_EQ(back->model->rope_theta, plan->model->rope_theta) << config;
+    EXPECT_EQ(text.find("\"rope_scaling\"") != std::string::npos, config != 0) << config;
+    EXPECT_EQ(text.find("\"qkv_bias\"") != std::string::npos, config == 2) << config;
+  }
+  EXPECT_EQ(LlamaConfigs().size(), 3u);
+  // What was read: llama3 scaling from 4.x rope_scaling, linear + theta from 5.x rope_parameters.
+  PlanSpec spec;
+  spec.pp_size = 2;
+  spec.num_microbatches = 2;
+  spec.seq_length = kSeq;
+  spec.model = LlamaConfigs()[1].second;
+  StatusOr<Plan> plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->model->rope_scaling.type, RopeScaling::Type::kLlama3);
+  EXPECT_EQ(plan->model->rope_scaling.original_max_position_embeddings, 8);
+  spec.model = LlamaConfigs()[2].second;
+  plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->model->rope_scaling.type, RopeScaling::Type::kLinear);
+  EXPECT_EQ(plan->model->rope_theta, 1e6);
+  // A tied head is still refused, naming the field.
+  nlohmann::json tied = LlamaConfigs()[0].second;
+  tied["tie_word_embeddings"] = true;
+  spec.model = tied;
+  plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ReferenceRun ref = RunReference(*plan->model, {RandomBatch(1, kSeq, 1)}, Fp64Options());
+  ASSERT_FALSE(ref.status.ok());
+  EXPECT_NE(ref.status.message().find("'tie_word_embeddings'"), std::string::npos) << ref.status.ToString();
+}
+
+}  // namespace
+}  // namespace pw::exec::testing
