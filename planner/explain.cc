@@ -68,6 +68,15 @@ double GiB(int64_t b) { return static_cast<double>(b) / double(int64_t{1} << 30)
 
 namespace {
 
+// The smallest-P finding (SearchResult::min_pp), or "" when there is none.
+std::string MinPipelineText(const SearchResult& r) {
+  if (!r.min_pp) return "";
+  if (r.min_pp->pp_size <= 0) return "no P up to the layer count fits even with full recompute\n";
+  std::string out = Row("smallest P that fits (full recompute, any schedule): %d\n", r.min_pp->pp_size);
+  if (r.min_pp->pp_size > 1) out += Row("  P=%d fails: %s\n", r.min_pp->pp_size - 1, r.min_pp->smaller_reason.c_str());
+  return out;
+}
+
 // "74.41 GiB (capacity 79.65 GiB - runtime reserve 5.23 GiB)", or the limit
 // alone when it was given directly, or "unlimited".
 std::string LimitText(const SearchResult& r) {
@@ -111,15 +120,7 @@ std::string FormatCandidateTable(const SearchResult& r) {
                    c.batch.num_microbatches, static_cast<long long>(c.batch.micro_batch_size), c.recompute.c_str(),
                    c.reason.c_str());
   }
-  if (r.min_pp) {
-    if (r.min_pp->pp_size > 0) {
-      out += Row("smallest P that fits (full recompute, any schedule): %d\n", r.min_pp->pp_size);
-      if (r.min_pp->pp_size > 1)
-        out += Row("  P=%d fails: %s\n", r.min_pp->pp_size - 1, r.min_pp->smaller_reason.c_str());
-    } else {
-      out += Row("no P up to the layer count fits even with full recompute\n");
-    }
-  }
+  out += MinPipelineText(r);
   return out;
 }
 
@@ -145,15 +146,7 @@ std::string FormatRejectionSummary(const SearchResult& r) {
                  example->reason.c_str());
     }
   }
-  if (r.min_pp) {
-    if (r.min_pp->pp_size > 0) {
-      out += Row("smallest P that fits (full recompute, any schedule): %d\n", r.min_pp->pp_size);
-      if (r.min_pp->pp_size > 1)
-        out += Row("  P=%d fails: %s\n", r.min_pp->pp_size - 1, r.min_pp->smaller_reason.c_str());
-    } else {
-      out += Row("no P up to the layer count fits even with full recompute\n");
-    }
-  }
+  out += MinPipelineText(r);
   return out;
 }
 

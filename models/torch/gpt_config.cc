@@ -50,6 +50,23 @@ StatusOr<GptConfig> ParseGptConfig(const json& config, const std::string& source
   return GptShape(m, source);
 }
 
+namespace {
+
+// The sizes both families share, from the normalised model.
+GptConfig CommonShape(const ModelConfig& m) {
+  GptConfig c;
+  c.n_layer = m.num_layers;
+  c.n_embd = m.hidden;
+  c.n_head = m.num_heads;
+  c.n_inner = m.ffn;
+  c.n_positions = m.max_positions;
+  c.vocab_size = m.vocab;
+  c.layer_norm_epsilon = m.norm_eps;
+  return c;
+}
+
+}  // namespace
+
 StatusOr<GptConfig> GptShape(const ModelConfig& m, const std::string& source) {
   auto refuse = [&](const std::string& field, const std::string& why) {
     return Status::InvalidArgument(source + ": field '" + field + "' " + why);
@@ -62,15 +79,7 @@ StatusOr<GptConfig> GptShape(const ModelConfig& m, const std::string& source) {
     return refuse("num_key_value_heads", "(" + std::to_string(m.num_kv_heads) + ") differs from the attention heads (" +
                                              std::to_string(m.num_heads) +
                                              "): grouped-query attention, which the executor does not build");
-  GptConfig c;
-  c.n_layer = m.num_layers;
-  c.n_embd = m.hidden;
-  c.n_head = m.num_heads;
-  c.n_inner = m.ffn;
-  c.n_positions = m.max_positions;
-  c.vocab_size = m.vocab;
-  c.layer_norm_epsilon = m.norm_eps;
-  return c;
+  return CommonShape(m);
 }
 
 namespace {
@@ -89,15 +98,8 @@ StatusOr<GptConfig> LlamaShape(const ModelConfig& m, const std::string& source) 
   if (m.num_kv_heads <= 0 || m.num_heads % m.num_kv_heads != 0)
     return refuse("num_key_value_heads", "(" + std::to_string(m.num_kv_heads) +
                                              ") must divide num_attention_heads (" + std::to_string(m.num_heads) + ")");
-  GptConfig c;
+  GptConfig c = CommonShape(m);
   c.family = ModelFamily::kLlama;
-  c.n_layer = m.num_layers;
-  c.n_embd = m.hidden;
-  c.n_head = m.num_heads;
-  c.n_inner = m.ffn;
-  c.n_positions = m.max_positions;
-  c.vocab_size = m.vocab;
-  c.layer_norm_epsilon = m.norm_eps;
   c.n_kv_head = m.num_kv_heads;
   c.head_dim = m.head_dim;
   c.attention_bias = m.attention_bias;

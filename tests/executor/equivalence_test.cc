@@ -77,33 +77,7 @@ TEST_P(EquivalenceTest, MatchesSingleProcess) {
                                               : std::accumulate(c.microbatch_sizes.begin(), c.microbatch_sizes.end(), 0);
   std::vector<TokenBatch> batches;
   for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(rows, kSeq, 100 + i));
-  EngineOptions options = Fp64Options();
-
-  std::vector<RankRun> runs = RunLoopback(*plan, c.pp, batches, options, /*timeout_s=*/20.0);
-  ReferenceRun ref = RunReference(*plan->model, batches, options);
-  ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
-  std::vector<NamedValues> grads, params;
-  bool all_ok = true;
-  for (int r = 0; r < c.pp; ++r) {
-    EXPECT_TRUE(runs[r].status.ok()) << CaseName(c) << ": rank " << r << ": " << runs[r].status.ToString();
-    all_ok &= runs[r].status.ok();
-  }
-  if (!all_ok) return;
-  for (int r = 0; r < c.pp; ++r) {
-    grads.insert(grads.end(), runs[r].grads_after_first.begin(), runs[r].grads_after_first.end());
-    params.insert(params.end(), runs[r].params_after_last.begin(), runs[r].params_after_last.end());
-    EXPECT_EQ(runs[r].live_graphs, 0) << CaseName(c) << ": rank " << r << " keeps autograd graphs after the step";
-  }
-  EXPECT_EQ(grads.size(), ref.grads_after_first.size()) << CaseName(c) << ": every parameter lives on one rank";
-  const double loss = runs[0].reports[0].loss;
-  EXPECT_LE(std::fabs(loss - ref.first_loss), kTolerance * std::fabs(ref.first_loss))
-      << CaseName(c) << ": loss " << loss << " vs reference " << ref.first_loss;
-  Diff g = WorstDiff(grads, ref.grads_after_first);
-  EXPECT_LE(g.rel, kTolerance) << CaseName(c) << ": gradients after step 1: " << Describe(g);
-  Diff p = WorstDiff(params, ref.params_after_last);
-  EXPECT_LE(p.rel, kTolerance) << CaseName(c) << ": parameters after 3 steps: " << Describe(p);
-  std::printf("[ equiv    ] %-42s loss %.12f grad rel %.2e (%s) param rel %.2e\n", CaseName(c).c_str(), loss, g.rel,
-              g.name.c_str(), p.rel);
+  ExpectMatchesReference(*plan, batches, CaseName(c), kTolerance);
 }
 
 // Global-norm clipping across ranks (an all-gather of each rank's sum of

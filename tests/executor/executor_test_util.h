@@ -174,4 +174,44 @@ inline EngineOptions Fp64Options() {
   return o;
 }
 
+// The equivalence check of every schedule family: `plan` on loopback ranks
+// against the single-process reference over `batches` (fp64): the loss of
+// step 1, every gradient after step 1 and every parameter after the last step
+// within `tolerance` (relative), every parameter on exactly one rank, no
+// autograd graph left alive. Returns the gradients of step 1 (empty when a
+// rank failed) for extra checks; `name` labels the failures and the printed
+// worst differences.
+inline std::vector<NamedValues> ExpectMatchesReference(const Plan& plan, const std::vector<TokenBatch>& batches,
+                                                       const std::string& name, double tolerance,
+                                                       const EngineOptions& options = Fp64Options()) {
+  const int P = plan.pp_size;
+  std::vector<RankRun> runs = RunLoopback(plan, P, batches, options, /*timeout_s=*/20.0);
+  ReferenceRun ref = RunReference(*plan.model, batches, options);
+  EXPECT_TRUE(ref.status.ok()) << ref.status.ToString();
+  if (!ref.status.ok()) return {};
+  std::vector<NamedValues> grads, params;
+  bool all_ok = true;
+  for (int r = 0; r < P; ++r) {
+    EXPECT_TRUE(runs[r].status.ok()) << name << ": rank " << r << ": " << runs[r].status.ToString();
+    all_ok &= runs[r].status.ok();
+  }
+  if (!all_ok) return {};
+  for (int r = 0; r < P; ++r) {
+    grads.insert(grads.end(), runs[r].grads_after_first.begin(), runs[r].grads_after_first.end());
+    params.insert(params.end(), runs[r].params_after_last.begin(), runs[r].params_after_last.end());
+    EXPECT_EQ(runs[r].live_graphs, 0) << name << ": rank " << r << " keeps autograd graphs after the step";
+  }
+  EXPECT_EQ(grads.size(), ref.grads_after_first.size()) << name << ": every parameter lives on one rank";
+  const double loss = runs[0].reports[0].loss;
+  EXPECT_LE(std::fabs(loss - ref.first_loss), tolerance * std::fabs(ref.first_loss))
+      << name << ": loss " << loss << " vs reference " << ref.first_loss;
+  Diff g = WorstDiff(grads, ref.grads_after_first);
+  EXPECT_LE(g.rel, tolerance) << name << ": gradients after step 1: " << Describe(g);
+  Diff p = WorstDiff(params, ref.params_after_last);
+  EXPECT_LE(p.rel, tolerance) << name << ": parameters after " << batches.size() << " steps: " << Describe(p);
+  std::printf("[ equiv    ] %-46s loss %.12f grad rel %.2e (%s) param rel %.2e\n", name.c_str(), loss, g.rel,
+              g.name.c_str(), p.rel);
+  return grads;
+}
+
 }  // namespace pw::exec::testing
