@@ -126,17 +126,25 @@ TEST(WaitBoard, TruncatesAndTerminates) {
   EXPECT_EQ(std::string(board.Text()).size(), WaitBoard::kCapacity - 1);
 }
 
-// A free loopback port (bound, read, released).
+// A loopback port for a test's rendezvous: below Linux's ephemeral range
+// (32768-60999), so that the outgoing connections of this or a concurrent
+// test (whose local ports the kernel picks from that range) cannot take it
+// between this check and the master's bind; different per process and per
+// call, and checked to be bindable now.
 int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  static int calls = 0;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = 10000 + static_cast<int>((static_cast<long>(::getpid()) * 97 + (calls++) * 211) % 20000);
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    ::close(fd);
+    if (ok) return port;
+  }
+  return 0;
 }
 
 // Ranks as threads of this process, each with its own TcpCommunicator over
