@@ -303,7 +303,10 @@ Status TrainSteps(RunContext& run) {
       std::fflush(run.out);
     }
     const int done = step + 1;
-    if (options.checkpoint_every > 0 && done % options.checkpoint_every == 0) {
+    // --checkpoint-dir alone: one checkpoint after the last step.
+    const bool due = options.checkpoint_every > 0 ? done % options.checkpoint_every == 0
+                                                  : !options.checkpoint_dir.empty() && done == options.steps;
+    if (due) {
       PW_ASSIGN_OR_RETURN(double secs, WriteStepCheckpoint(run, done));
       sum_ckpt += secs;
     }

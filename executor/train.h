@@ -32,7 +32,7 @@ struct RunOptions {
   double temperature = 0.8;     // --temperature
   // Long runs.
   std::string checkpoint_dir;   // --checkpoint-dir: ROOT of step_<n>/ checkpoints (checkpoint.h)
-  int checkpoint_every = 0;     // --checkpoint-every N: save after every N-th step (0 = never)
+  int checkpoint_every = 0;     // --checkpoint-every N: save after every N-th step (0: once after the last step when --checkpoint-dir is given)
   std::string resume;           // --resume: a step_<n> directory or a ROOT (latest complete one)
   double clip_grad_norm = -1;   // --clip-grad-norm: <0 = the plan's training.clip_grad_norm, 0 = off
   std::string trace_path;       // --trace FILE: measured trace of one step (trace_format.h)

@@ -122,7 +122,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--prompt", options->sample_prompt, "prompt of --sample");
   cmd->add_option("--temperature", options->temperature, "sampling temperature (> 0)")->capture_default_str();
   cmd->add_option("--checkpoint-dir", options->checkpoint_dir, "root of step_<n>/ checkpoints (rank files + manifest)");
-  cmd->add_option("--checkpoint-every", options->checkpoint_every, "save a checkpoint after every N-th step (0 = never)");
+  cmd->add_option("--checkpoint-every", options->checkpoint_every, "save a checkpoint after every N-th step (0: once after the last step, when --checkpoint-dir is given)");
   cmd->add_option("--resume", options->resume, "continue from a step_<n> checkpoint directory, or the latest in a root");
   cmd->add_option("--clip-grad-norm", options->clip_grad_norm,
                   "clip gradients by their global L2 norm (default: the plan's training.clip_grad_norm; 0 = off)");

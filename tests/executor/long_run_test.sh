@@ -111,4 +111,8 @@ grep -q "makespan_s" "$work/steady.txt" || { cat "$work/steady.txt"; fail "no re
 grep -q "makespan_s" "$work/planned.txt" || { cat "$work/planned.txt"; fail "plan did not minimise makespan_s"; }
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["training"]; assert t["global_barrier"] is True and t["clip_grad_norm"] == 1.0, t' \
   "$work/planned.json" || fail "pipewright plan does not record the barrier"
+echo "== --checkpoint-dir without --checkpoint-every: one checkpoint after the last step"
+"${run[@]}" --plan "$work/plan.json" --steps 2 --checkpoint-dir "$work/final" > "$work/final.txt" || fail "final checkpoint run"
+[ -f "$work/final/step_000002/manifest.json" ] || { ls -R "$work/final"; fail "no checkpoint after the last step"; }
+grep -q "^checkpoint $work/final/step_000002 " "$work/final.txt" || fail "the checkpoint was not reported"
 echo "OK"
