@@ -55,6 +55,12 @@ const std::vector<Entry>& Registry() {
         "Qi et al. 2024 (controllable memory, arXiv 2405.15362) §3-§4 building block"},
        GenerateVMin,
        {"vmin"}},
+      {{"interleaved-zb", "Interleaved ZB", Placement::kLoop, 2, 2, 0, true,
+        "Narayanan et al. SC'21 §2.2 placement + Qi et al. 2024 (zero bubble) §3.1 W placement (PyTorch "
+        "ScheduleInterleavedZeroBubble family)",
+        true},
+       GenerateInterleavedZB,
+       {"interleavedzb", "interleavedzerobubble"}},
   };
   return registry;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "schedules/registry.h"
+#include "schedules/simulate.h"
 
 namespace pw {
 
@@ -22,6 +23,7 @@ StatusOr<Program> GenerateZBV(const ScheduleRequest& req);             // zb_v.c
 StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req);          // zb_auto.cc
 StatusOr<Program> GenerateVHalf(const ScheduleRequest& req);           // v_half.cc
 StatusOr<Program> GenerateVMin(const ScheduleRequest& req);            // v_min.cc
+StatusOr<Program> GenerateInterleavedZB(const ScheduleRequest& req);   // interleaved_zb.cc
 
 // The zero-bubble greedy of ZB paper §3.1 (zb_auto.cc), shared by zb-auto
 // (loop placement, v = 1) and zb-v (V placement, v = 2): searches its flag
@@ -40,6 +42,10 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
 // request's (RankMemoryLimit) if it sets one, else `fallback` (the family's
 // default) on every rank. Size P.
 std::vector<double> RankLimits(const ScheduleRequest& req, double fallback);
+
+// True if every rank's activation peak in `sim` (peak - static bytes) is
+// within its entry of `limits` (size P, costs.memory units).
+bool FitsMemoryLimits(const SimResult& sim, const std::vector<double>& limits);
 
 // Switches of ZeroBubbleRounds (zb_rounds.cc; the paper's heuristic flags).
 struct ZeroBubbleRoundFlags {

@@ -430,6 +430,14 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
 
 // The activation limit of each rank: the request's, else `fallback` (the
 // family's default) on every rank.
+bool FitsMemoryLimits(const SimResult& sim, const std::vector<double>& limits) {
+  for (size_t r = 0; r < sim.per_rank.size(); ++r) {
+    const RankResult& rr = sim.per_rank[r];
+    if (static_cast<double>(rr.peak_memory_bytes - rr.start_memory_bytes) > limits[r]) return false;
+  }
+  return true;
+}
+
 std::vector<double> RankLimits(const ScheduleRequest& req, double fallback) {
   std::vector<double> limits(req.pp_size, fallback);
   if (HasMemoryLimit(req))

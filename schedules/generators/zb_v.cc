@@ -158,13 +158,6 @@ StatusOr<Program> HandOrder(const ScheduleRequest& req) {
 
 // True if every rank's activation peak (static bytes excluded, costs.memory
 // units) is within its limit.
-bool FitsLimits(const SimResult& sim, const std::vector<double>& limits) {
-  for (size_t r = 0; r < sim.per_rank.size(); ++r) {
-    const RankResult& rr = sim.per_rank[r];
-    if (static_cast<double>(rr.peak_memory_bytes - rr.start_memory_bytes) > limits[r]) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -189,7 +182,7 @@ StatusOr<Program> GenerateZBV(const ScheduleRequest& req) {
   StatusOr<SimResult> hand_sim = Simulate(hand, req.costs);
   if (!hand_sim.ok())
     return Status::Internal("ZB-V hand order is invalid: " + hand_sim.status().message());
-  const bool hand_fits = FitsLimits(*hand_sim, limits);
+  const bool hand_fits = FitsMemoryLimits(*hand_sim, limits);
   // If the hand order meets both lower bounds of the score (no rank idles:
   // steady = the busiest rank's work; makespan = max over ranks of the
   // earliest possible first start, after the forwards of the stages below,

@@ -1,6 +1,8 @@
 // Closed forms with unit costs (F = I = W = 1, B = 2, comm 0), many (P, m).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/testing/schedule_util.h"
 
 namespace pw::testing {
@@ -56,6 +58,35 @@ TEST(ClosedForm, FewerMicrobatchesThanStages) {
   auto p8 = RunPipeline("1f1b", 8, 1);
   ASSERT_TRUE(p8.ok());
   EXPECT_DOUBLE_EQ(p8->sim.makespan_s, 24.0);
+}
+
+// Interleaved ZB, hand-derived for P = 2, v = 2, stage costs F = I = W =
+// 1/2 (a rank's work per microbatch 3): a rank's work is 3m, and rank 1 can
+// start no earlier than microbatch 0's first forward on rank 0 ends (1/2), so
+// 3m + 1/2 is a lower bound on the makespan; the W's that Interleaved 1F1B
+// runs inside its B's fill its bubbles, so interleaved-zb meets the bound,
+// where Interleaved 1F1B takes 3m + 3/2, in no more activation memory.
+TEST(ClosedForm, InterleavedZeroBubbleMeetsTheLowerBoundAtP2) {
+  for (int m : {2, 4, 8, 16}) {
+    auto zb = RunPipeline("interleaved-zb", 2, m, 2, CostsPerRankUnit(4, 2));
+    auto il = RunPipeline("interleaved-1f1b", 2, m, 2, CostsPerRankUnit(4, 2));
+    ASSERT_TRUE(zb.ok() && il.ok()) << zb.status().ToString() << il.status().ToString();
+    EXPECT_DOUBLE_EQ(zb->sim.makespan_s, 3.0 * m + 0.5) << "m=" << m;
+    EXPECT_DOUBLE_EQ(il->sim.makespan_s, 3.0 * m + 1.5) << "m=" << m;
+    int64_t zb_peak = 0, il_peak = 0;
+    for (int r = 0; r < 2; ++r) {
+      zb_peak = std::max(zb_peak, zb->sim.per_rank[r].peak_memory_bytes);
+      il_peak = std::max(il_peak, il->sim.per_rank[r].peak_memory_bytes);
+    }
+    EXPECT_LE(zb_peak, il_peak) << "m=" << m << ": no more memory than Interleaved 1F1B";
+  }
+  // With 4 ranks its bubble is well below Interleaved 1F1B's too.
+  for (int m : {8, 16}) {
+    auto zb = RunPipeline("interleaved-zb", 4, m, 2, CostsPerRankUnit(8, 2));
+    auto il = RunPipeline("interleaved-1f1b", 4, m, 2, CostsPerRankUnit(8, 2));
+    ASSERT_TRUE(zb.ok() && il.ok());
+    EXPECT_LT(zb->sim.bubble_ratio, 0.5 * il->sim.bubble_ratio) << "m=" << m;
+  }
 }
 
 }  // namespace
