@@ -41,7 +41,7 @@ Engine::~Engine() = default;
 
 StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator& comm, const EngineOptions& options) {
   PW_RETURN_IF_ERROR(AgreeOnPlan(plan, comm));
-  PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, comm.size()));
+  PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, comm.size(), comm.name() == "nccl"));
   // Messages are sized from the plan and the dtype: every rank must agree on
   // both (frozen metadata), or a receive would be sized wrongly.
   PW_ASSIGN_OR_RETURN(std::vector<std::string> dtypes,

@@ -18,18 +18,24 @@ Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm) {
   return Status::Ok();
 }
 
-StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size) {
+StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_fifo_per_pair) {
   if (world_size != plan.pp_size)
     return Status::InvalidArgument("plan is for pp_size=" + std::to_string(plan.pp_size) + " ranks but " +
                                    std::to_string(world_size) + " were started (mpirun -np " +
                                    std::to_string(world_size) + "); run with -np " + std::to_string(plan.pp_size));
   ValidateOptions vo;
-  vo.rendezvous = false;  // receives are posted early and sends never block (PLAN_FORMAT rule 3)
+  // MPI and TCP post receives early and sends never block (PLAN_FORMAT rule
+  // 3); NCCL runs one operation after another with one FIFO per rank pair:
+  // rule 6b and the pair order must hold too.
+  vo.rendezvous = one_fifo_per_pair;
   Program program = PlanProgram(plan);
   if (!program.HasComms() && program.pp_size > 1)
     return Status::InvalidArgument("plan holds no SEND/RECV actions: the executor needs lowered action lists");
   Status valid = ValidateProgram(program, vo);
-  if (!valid.ok()) return valid.WithContext("plan fails pre-flight validation (nothing was computed)");
+  if (valid.ok() && one_fifo_per_pair) valid = CheckPairOrder(program);
+  if (!valid.ok())
+    return valid.WithContext(std::string("plan fails pre-flight validation") +
+                             (one_fifo_per_pair ? " for the NCCL communicator" : "") + " (nothing was computed)");
 
   CheckedPlan out;
   if (plan.dp_size != 1)

@@ -35,6 +35,9 @@ struct CheckedPlan {
 //  - the `training` section: recompute none, dtype fp32 or fp64,
 //    seq_length <= n_positions, vocab_size >= 256 (byte tokens).
 // Errors: InvalidArgument naming the field or the problem.
-StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size);
+// `one_fifo_per_pair`: the communicator matches messages between two ranks
+// in posting order without a tag and blocks (NCCL): also rule 6b
+// (CheckRendezvous) and CheckPairOrder.
+StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_fifo_per_pair = false);
 
 }  // namespace pw::exec

@@ -61,6 +61,12 @@ Status ValidatePlanFile(const ValidateOptions& o, const std::string& text) {
     if (o.strict) return rv.WithContext(o.file);
     std::printf("warning: %s\n(the plan runs only on executors that post receives early)\n", rv.message().c_str());
   }
+  const Status pair_order = CheckPairOrder(program);
+  if (!pair_order.ok()) {
+    if (o.strict) return pair_order.WithContext(o.file);
+    std::printf("warning: %s\n(the plan runs over MPI, whose messages carry their channel, but not over NCCL)\n",
+                pair_order.message().c_str());
+  }
   std::printf("%s: valid plan (hash %s)\n", o.file.c_str(), PlanHash(plan).c_str());
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 #include "schedules/validate.h"
 
+#include <algorithm>
 #include <deque>
 
 #include "schedules/simulate.h"
@@ -141,6 +142,51 @@ Status CheckRendezvous(const Program& p) {
         "deadlock under rendezvous semantics (every SEND/RECV blocks until its peer arrives, as unbuffered NCCL "
         "operations on one stream):" +
         why + "\n" + FormatGrid(p, marks));
+  return Status::Ok();
+}
+
+Status CheckPairOrder(const Program& p) {
+  PW_RETURN_IF_ERROR(CheckProgramShape(p));
+  const size_t P = static_cast<size_t>(p.pp_size);
+  // Per ordered pair (src, dst): the sends in src's list order, and dst's
+  // receives from src in its list order, as (rank, index).
+  std::vector<std::vector<std::pair<int, int>>> sends(P * P), recvs(P * P);
+  for (int r = 0; r < p.pp_size; ++r)
+    for (size_t i = 0; i < p.ranks[r].size(); ++i) {
+      const Action& a = p.ranks[r][i];
+      if (!IsComm(a.type)) continue;
+      const int peer_stage = (a.type == ActionType::kSendF || a.type == ActionType::kRecvB) ? a.stage + 1 : a.stage - 1;
+      if (peer_stage < 0 || peer_stage >= p.num_stages)
+        return Status::InvalidArgument(Where(p, r, i) + ": no peer stage\n" + FormatGrid(p, {{r, int(i)}}));
+      const size_t peer = static_cast<size_t>(p.stage_to_rank[peer_stage]);
+      if (IsSend(a.type))
+        sends[r * P + peer].push_back({r, static_cast<int>(i)});
+      else
+        recvs[peer * P + r].push_back({r, static_cast<int>(i)});
+    }
+  // SEND_F s m pairs with RECV_F s+1 m; SEND_B s m with RECV_B s-1 m.
+  auto pairs = [](const Action& send, const Action& recv) {
+    if (send.microbatch != recv.microbatch) return false;
+    if (send.type == ActionType::kSendF) return recv.type == ActionType::kRecvF && recv.stage == send.stage + 1;
+    return recv.type == ActionType::kRecvB && recv.stage == send.stage - 1;
+  };
+  for (size_t pair = 0; pair < P * P; ++pair) {
+    const size_t n = std::min(sends[pair].size(), recvs[pair].size());
+    for (size_t k = 0; k < n; ++k) {
+      const auto [sr, si] = sends[pair][k];
+      const auto [rr, ri] = recvs[pair][k];
+      const Action& send = p.ranks[sr][si];
+      const Action& recv = p.ranks[rr][ri];
+      if (pairs(send, recv)) continue;
+      return Status::InvalidArgument(
+          "message " + std::to_string(k) + " from rank " + std::to_string(sr) + " to rank " + std::to_string(rr) +
+          " is '" + send.ToString() + "' (rank " + std::to_string(sr) + ", action " + std::to_string(si) +
+          ") but rank " + std::to_string(rr) + "'s " + std::to_string(k) + "-th receive from it is '" +
+          recv.ToString() + "' (action " + std::to_string(ri) +
+          "): a communicator with one FIFO per rank pair (NCCL) would hand it the wrong tensor\n" +
+          FormatGrid(p, {{sr, si}, {rr, ri}}));
+    }
+  }
   return Status::Ok();
 }
 

@@ -23,6 +23,15 @@ Status ValidateComputeOrder(const Program& program);
 // marked. A compute-only program passes trivially.
 Status CheckRendezvous(const Program& program);
 
+// One FIFO per ordered rank pair, whatever the direction (NCCL: its
+// point-to-point operations between two ranks match in posting order and
+// carry no tag): for each ordered pair (src, dst), the k-th message src
+// sends to dst must be the k-th one dst receives from src. Returns
+// InvalidArgument naming both ranks, both actions and their positions, with
+// the grid, at the first mismatch. MPI matches by tag (our channel) and does
+// not need it.
+Status CheckPairOrder(const Program& program);
+
 struct ValidateOptions {
   // Also require rule 6b for lowered programs. Imported plans that fail only
   // this may still run on executors that post receives early.

@@ -35,6 +35,34 @@ Plan SmallPlan(const std::string& schedule, int pp, int m) {
   return *plan;
 }
 
+// The NCCL communicator has one FIFO per rank pair and blocks: its
+// pre-flight also checks rule 6b and the pair order, which a plan with a
+// SEND_F posted after a SEND_B to the same peer breaks (MPI runs it).
+TEST(Preflight, NcclChecksThePairOrder) {
+  Plan plan = SmallPlan("zb-v", 2, 4);
+  ASSERT_TRUE(PreflightCheck(plan, 2, /*one_fifo_per_pair=*/true).ok());
+  auto& list = plan.ranks[0];
+  bool moved = false;
+  for (size_t i = 0; i < list.size() && !moved; ++i) {
+    if (list[i].type != ActionType::kSendF) continue;
+    for (size_t j = i + 1; j < list.size(); ++j) {
+      if (list[j].type == ActionType::kSendB) {
+        const Action send_f = list[i];
+        list.erase(list.begin() + static_cast<long>(i));
+        list.insert(list.begin() + static_cast<long>(j), send_f);
+        moved = true;
+        break;
+      }
+      if (list[j].type == ActionType::kSendF) break;
+    }
+  }
+  ASSERT_TRUE(moved);
+  EXPECT_TRUE(PreflightCheck(plan, 2, false).ok()) << "MPI matches by channel";
+  StatusOr<CheckedPlan> nccl = PreflightCheck(plan, 2, true);
+  ASSERT_FALSE(nccl.ok());
+  EXPECT_NE(nccl.status().message().find("for the NCCL communicator"), std::string::npos) << nccl.status().ToString();
+}
+
 // A plan made for recomputation or bf16 would not run as predicted: the
 // executor keeps every activation and computes in float32.
 TEST(Preflight, RefusesRecomputeAndHalfPrecisionPlans) {

@@ -168,3 +168,55 @@ TEST(Validator, FifoMismatchIsNamed) {
 
 }  // namespace
 }  // namespace pw::testing
+
+namespace pw::testing {
+namespace {
+
+// NCCL matches the messages between two ranks in posting order, whatever
+// the direction: every lowered plan of ours keeps one FIFO per rank pair, and
+// a plan whose sends to one peer are swapped across directions is caught
+// (it still runs over MPI, where the direction is the tag).
+TEST(BugReports, PairOrderHoldsForEveryFamilyAndCatchesCrossChannelSwaps) {
+  int checked = 0;
+  for (const std::string& name : ScheduleNames())
+    for (int P : {2, 3, 4})
+      for (int m : {1, P, 2 * P + 1}) {
+        auto pl = RunPipeline(name, P, m);
+        if (!pl.ok()) continue;  // a shape the family refuses
+        Status st = CheckPairOrder(pl->lowered);
+        EXPECT_TRUE(st.ok()) << name << " P=" << P << " m=" << m << ": " << st.ToString();
+        ++checked;
+      }
+  EXPECT_GT(checked, 50);
+  // ZB-V on 2 ranks: rank 0 sends forwards (stage 0 -> 1) and backwards
+  // (stage 3 -> 2) to rank 1. Post one SEND_F after the next SEND_B.
+  auto pl = RunPipeline("zb-v", 2, 4);
+  ASSERT_TRUE(pl.ok()) << pl.status().ToString();
+  Program swapped = pl->lowered;
+  auto& list = swapped.ranks[0];
+  bool moved = false;
+  for (size_t i = 0; i < list.size() && !moved; ++i) {
+    if (list[i].type != ActionType::kSendF) continue;
+    for (size_t j = i + 1; j < list.size(); ++j) {
+      if (list[j].type == ActionType::kSendB) {
+        const Action send_f = list[i];
+        list.erase(list.begin() + static_cast<long>(i));
+        list.insert(list.begin() + static_cast<long>(j), send_f);  // right after the SEND_B
+        moved = true;
+        break;
+      }
+      if (list[j].type == ActionType::kSendF) break;  // keep the forwards' own order
+    }
+  }
+  ASSERT_TRUE(moved);
+  ValidateOptions eager;
+  eager.rendezvous = false;
+  EXPECT_TRUE(ValidateProgram(swapped, eager).ok()) << "the swap is valid with posted receives (MPI)";
+  Status st = CheckPairOrder(swapped);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("from rank 0 to rank 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("one FIFO per rank pair (NCCL)"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace pw::testing
