@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #ifndef PW_DEFAULT_MODELS_DIR
 #define PW_DEFAULT_MODELS_DIR "models"
@@ -71,6 +72,27 @@ bool BoolOr(const json& c, const char* key, bool fallback) {
 double NumberOr(const json& c, const char* key, double fallback) {
   auto it = c.find(key);
   return (it != c.end() && it->is_number()) ? it->get<double>() : fallback;
+}
+
+// Sizes far beyond any published model, refused before anything is sized by
+// them (the layer list, parameter counts in int64: 4 x hidden x ffn and
+// vocab x hidden stay far below 2^63 within these).
+Status CheckModelSizes(const ModelConfig& m, const std::string& source) {
+  for (const auto& [field, value, limit] :
+       {std::make_tuple("num_hidden_layers", int64_t{m.num_layers}, int64_t{100000}),
+        std::make_tuple("hidden_size", m.hidden, int64_t{1} << 20),
+        std::make_tuple("num_attention_heads", int64_t{m.num_heads}, int64_t{1} << 16),
+        std::make_tuple("head_dim", m.head_dim, int64_t{1} << 16),
+        std::make_tuple("intermediate_size", m.ffn, int64_t{1} << 22),
+        std::make_tuple("vocab_size", m.vocab, int64_t{1} << 24),
+        std::make_tuple("max_position_embeddings", m.max_positions, int64_t{1} << 24)}) {
+    if (value > limit)
+      return Status::InvalidArgument(source + ": field '" + field + "' is " + std::to_string(value) +
+                                     ", above the limit of " + std::to_string(limit) +
+                                     " (far beyond published models; sizes are refused before anything is "
+                                     "allocated by them)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -255,6 +277,7 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
                                        "max_position_embeddings to at most the window)");
     }
   }
+  PW_RETURN_IF_ERROR(CheckModelSizes(m, source));
   return m;
 }
 

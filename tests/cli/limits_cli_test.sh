@@ -50,6 +50,14 @@ refuse "big_number.json: not valid JSON" validate "$T/big_number.json"
 refuse "deep.json: JSON nested deeper than the limit of 64 levels" validate "$T/deep.json"
 refuse "not valid JSON" show "$T/big_number.json"
 refuse "big_number.json: .*number overflow parsing '1e400'" plan --model-config "$T/big_number.json" --device cpu-core --pp 2 --num-microbatches 2 -o "$T/x.json"
+# Model sizes beyond any published model (2e9 layers would reserve ~112 GB;
+# 2^62 hidden overflows 4 x hidden).
+printf '{"model_type": "gpt2", "n_layer": 2000000000, "n_embd": 64, "n_head": 4, "n_positions": 32, "vocab_size": 256}' > "$T/layers.json"
+refuse "field 'num_hidden_layers' is 2000000000, above the limit of 100000" plan --model-config "$T/layers.json" \
+  --device cpu-core --pp 2 --num-microbatches 2 -o "$T/x.json"
+printf '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 4611686018427387904, "intermediate_size": 64, "num_attention_heads": 4, "max_position_embeddings": 32, "vocab_size": 256}' > "$T/hidden.json"
+refuse "field 'hidden_size' is 4611686018427387904, above the limit of 1048576" plan --model-config "$T/hidden.json" \
+  --device cpu-core --pp 2 --num-microbatches 2 -o "$T/x.json"
 # Terminal widths that draw nothing.
 refuse -- "--width -5: terminal columns must be in \[40, 100000\]" show "$T/p.json" --width -5
 refuse -- "--width 3: terminal columns must be in \[40, 100000\]" show "$T/p.json" --width 3
