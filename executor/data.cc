@@ -1,5 +1,7 @@
 #include "executor/data.h"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <fstream>
 #include <numeric>
@@ -9,6 +11,14 @@
 namespace pw::exec {
 
 StatusOr<TextDataset> TextDataset::Open(const std::string& path, int seq, uint64_t seed) {
+  // Only a regular file: a directory reads as 0 bytes and a device such as
+  // /dev/zero never ends (the whole file is read into memory).
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::is_directory(status))
+    return Status::InvalidArgument("--data " + path + ": is a directory; give a text file");
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    return Status::InvalidArgument("--data " + path + ": not a regular file (a device or pipe has no end to read to)");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("--data " + path + ": cannot open");
   std::ostringstream ss;

@@ -2,7 +2,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace pw {
 
@@ -63,10 +67,15 @@ Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCo
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return Status::InvalidArgument("cannot write '" + path + "': it is a directory (give a file name)");
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::InvalidArgument("cannot write '" + path + "' (cannot create '" + tmp + "')");
+    if (!out)
+      return Status::InvalidArgument("cannot write '" + path + "' (cannot create '" + tmp + "': " +
+                                     std::strerror(errno) + ")");
     out << text;
     out.flush();
     if (!out) {
@@ -75,8 +84,9 @@ Status WriteFileAtomic(const std::string& path, const std::string& text) {
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
-    return Status::InvalidArgument("cannot write '" + path + "' (rename from '" + tmp + "' failed)");
+    return Status::InvalidArgument("cannot write '" + path + "' (rename from '" + tmp + "' failed: " + why + ")");
   }
   return Status::Ok();
 }

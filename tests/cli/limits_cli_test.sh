@@ -58,6 +58,10 @@ refuse "field 'num_hidden_layers' is 2000000000, above the limit of 100000" plan
 printf '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 4611686018427387904, "intermediate_size": 64, "num_attention_heads": 4, "max_position_embeddings": 32, "vocab_size": 256}' > "$T/hidden.json"
 refuse "field 'hidden_size' is 4611686018427387904, above the limit of 1048576" plan --model-config "$T/hidden.json" \
   --device cpu-core --pp 2 --num-microbatches 2 -o "$T/x.json"
+# An output path that is a directory: named, with the reason.
+mkdir -p "$T/outdir"
+refuse "cannot write '$T/outdir': it is a directory" schedule --schedule 1f1b --pp 2 --num-microbatches 2 --format json \
+  -o "$T/outdir"
 # Terminal widths that draw nothing.
 refuse -- "--width -5: terminal columns must be in \[40, 100000\]" show "$T/p.json" --width -5
 refuse -- "--width 3: terminal columns must be in \[40, 100000\]" show "$T/p.json" --width 3

@@ -58,6 +58,11 @@ expect_fail 2 "--save $work/text.txt: exists and is not a directory" "${run2[@]}
 printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 128, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/v128.json"
 "$pipewright" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule 1f1b --pp 2 --num-microbatches 2 --model-config "$work/v128.json" --seq-length 16 \
   --micro-batch-size 2 -o "$work/v128.plan.json"
+# --data must be a regular file: /dev/zero never ends, a directory reads as nothing.
+expect_fail 2 "--data /dev/zero: not a regular file" "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/plan.json" \
+  --data /dev/zero --steps 1
+expect_fail 2 "--data $work: is a directory" "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/plan.json" \
+  --data "$work" --steps 1
 expect_fail 2 "vocab_size >= 256" "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/v128.plan.json" \
   --data "$work/text.txt" --steps 1
 # A bad command line exits 2 like every other bad input (CLI11's own codes were 104-114).
