@@ -85,7 +85,8 @@ StatusOr<ExportSummary> ExportHfModel(const Plan& plan, const std::string& check
     if (!fs::is_empty(out_dir, ec))
       return Status::InvalidArgument("-o " + out_dir + ": exists and is not empty (export writes a new directory)");
   }
-  const fs::path out_path = fs::absolute(out_dir, ec);
+  fs::path out_path = fs::absolute(out_dir, ec).lexically_normal();
+  if (!out_path.has_filename()) out_path = out_path.parent_path();  // "out/" -> "out"
   if (!out_path.has_parent_path() || !fs::is_directory(out_path.parent_path(), ec))
     return Status::InvalidArgument("-o " + out_dir + ": its parent directory does not exist");
   // Every stage, in order, as run --save wrote it.

@@ -27,7 +27,7 @@ saved=$(grep "^parameters fnv1a64:" "$work/train.txt" | sed 's/^parameters fnv1a
 grep -q "config.json + 1 safetensors file$" "$work/export.txt"
 [ -f "$work/hf/config.json" ] && [ -f "$work/hf/model.safetensors" ] || { echo "FAIL: export files missing"; exit 1; }
 grep -q '"model_type": "llama"' "$work/hf/config.json" || { cat "$work/hf/config.json"; echo "FAIL: config"; exit 1; }
-"$pipewright" export --plan "$work/plan.json" --checkpoint "$work/ckpt" -o "$work/hf-sharded" --max-shard-bytes 30000 \
+"$pipewright" export --plan "$work/plan.json" --checkpoint "$work/ckpt" -o "$work/hf-sharded/" --max-shard-bytes 30000 \
   | tee "$work/export2.txt"
 [ -f "$work/hf-sharded/model.safetensors.index.json" ] || { echo "FAIL: no index"; exit 1; }
 [ "$(ls "$work/hf-sharded"/model-*-of-*.safetensors | wc -l)" -gt 1 ] || { echo "FAIL: not sharded"; exit 1; }
