@@ -3,7 +3,8 @@
 // sharded) and loaded by a fresh engine with other initial weights is bit
 // identical; a GPT-2 directory written here in HF's Conv1D layout (without
 // the "transformer." prefix) loads exactly; a missing tensor, a wrong shape
-// and another model's config.json are refused on every rank, naming them.
+// and another model's config.json are refused on every rank, naming them; a
+// BF16/F16 directory converts exactly.
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -186,6 +187,80 @@ TEST_F(HfIoTest, LlamaExportThenInitFromIsBitIdentical) {
     EXPECT_TRUE(m.find("tensor 'model.layers.0.mlp.up_proj.weight' has shape [32, 48]") != std::string::npos ||
                 m.find("tensor 'model.norm.weight' is missing") != std::string::npos)
         << m;
+  }
+}
+
+// A Llama directory stored in BF16 and F16 (as most published checkpoints
+// are): every value converts exactly into the run's float32.
+TEST_F(HfIoTest, Bf16AndF16DirectoryLoadsExactly) {
+  const Plan plan = MakePlan(nlohmann::json::parse(kLlama));
+  std::vector<std::vector<NamedValues>> params(2);
+  OnRanks(2, [&](int r, Communicator& comm) {
+    auto engine = Engine::Create(plan, comm, EngineOptions{});
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    params[r] = (*engine)->Parameters();
+  });
+  // Llama HF names, written out here; odd tensors in BF16 (top 16 bits of the
+  // float32), even ones in F16 of small integers / 64 (exact in binary16).
+  auto hf_name = [](const std::string& ours) {
+    if (ours == "embedding.embed_tokens") return std::string("model.embed_tokens.weight");
+    if (ours == "head.norm.weight") return std::string("model.norm.weight");
+    if (ours == "head.lm_head.weight") return std::string("lm_head.weight");
+    const size_t a = ours.find('.', 6);
+    const std::string i = ours.substr(6, a - 6), rest = ours.substr(a + 1);
+    const std::string mod = rest.substr(0, rest.find('.'));
+    const std::string group = mod.find("layernorm") != std::string::npos ? ""
+                              : (mod == "gate_proj" || mod == "up_proj" || mod == "down_proj") ? "mlp."
+                                                                                                : "self_attn.";
+    return "model.layers." + i + "." + group + rest;
+  };
+  std::vector<safetensors::TensorData> tensors;
+  std::vector<std::vector<NamedValues>> want = params;
+  int k = 0;
+  for (auto& rank : want)
+    for (NamedValues& nv : rank) {
+      safetensors::TensorData d;
+      d.name = hf_name(nv.name);
+      d.shape = nv.shape;
+      const bool bf16 = k++ % 2 == 1;
+      d.dtype = bf16 ? safetensors::Dtype::kBF16 : safetensors::Dtype::kF16;
+      for (size_t j = 0; j < nv.values.size(); ++j) {
+        uint16_t bits;
+        if (bf16) {
+          const float f = static_cast<float>(nv.values[j]);
+          uint32_t u;
+          std::memcpy(&u, &f, 4);
+          bits = static_cast<uint16_t>(u >> 16);
+          const uint32_t back = static_cast<uint32_t>(bits) << 16;
+          float t;
+          std::memcpy(&t, &back, 4);
+          nv.values[j] = t;  // hand-computed: the truncated float
+        } else {
+          // n / 64 for n = j % 61 - 30: binary16 sign | exponent | mantissa, built by hand.
+          const int n = static_cast<int>(j % 61) - 30;
+          nv.values[j] = n / 64.0;
+          if (n == 0) {
+            bits = 0;
+          } else {
+            int e = 0, m = std::abs(n);
+            while (m >= 2) m >>= 1, ++e;                       // |n| = 2^e x (1 + frac)
+            const int mant = ((std::abs(n) << (10 - e)) & 0x3ff);  // 10 fraction bits
+            bits = static_cast<uint16_t>((n < 0 ? 0x8000 : 0) | ((e - 6 + 15) << 10) | mant);
+          }
+        }
+        d.bytes.push_back(static_cast<unsigned char>(bits & 0xff));
+        d.bytes.push_back(static_cast<unsigned char>(bits >> 8));
+      }
+      tensors.push_back(std::move(d));
+    }
+  const std::string hf = (dir_ / "half").string();
+  fs::create_directories(hf);
+  std::ofstream(hf + "/config.json") << kLlama;
+  ASSERT_TRUE(safetensors::WriteCheckpoint(hf, tensors, 1 << 30, {}).ok());
+  const auto loaded = Load(plan, hf);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(loaded[r].first.ok()) << loaded[r].first.ToString();
+    ExpectBitIdentical(loaded[r].second, want[r]);
   }
 }
 
