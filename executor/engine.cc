@@ -9,7 +9,9 @@
 #include <cmath>
 #include <random>
 
+#include "executor/hf_load.h"
 #include "executor/host_memory.h"
+#include "models/spec/hf_weights.h"
 #include "executor/agree.h"
 #include "schedules/simulate.h"
 #include "executor/interpreter.h"
@@ -295,6 +297,27 @@ Status Engine::LoadCheckpoint(const std::string& path) {
                                 "): " + e.what_without_backtrace());
   }
   return Status::Ok();
+}
+
+Status Engine::InitFromHf(const std::string& dir) {
+  Impl& m = *impl_;
+  Status mine = [&]() -> Status {
+    if (!m.plan.model) return Status::InvalidArgument("the plan has no model section");
+    const std::string config_path = dir + "/config.json";
+    if (!std::filesystem::exists(config_path))
+      return Status::NotFound("--init-from " + dir + ": no config.json in it");
+    PW_ASSIGN_OR_RETURN(nlohmann::json config, ReadJsonFile(config_path));
+    PW_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(config, config_path));
+    PW_RETURN_IF_ERROR(CheckSameModel(*m.plan.model, model, config_path));
+    PW_ASSIGN_OR_RETURN(safetensors::Checkpoint ckpt, safetensors::Checkpoint::Open(dir));
+    try {
+      return LoadHfParameters(ckpt, m.plan.model->family, m.named_params);
+    } catch (const c10::Error& e) {
+      return Status::ComputeError("loading " + dir + ": " + e.what_without_backtrace());
+    }
+  }();
+  if (!mine.ok()) mine = mine.WithContext("rank " + std::to_string(m.comm->rank()));
+  return AgreeOnStatus(mine, *m.comm);
 }
 
 const Plan& Engine::plan() const { return impl_->plan; }

@@ -128,6 +128,17 @@ class Engine {
   // optimizer, bit for bit. Errors: NotFound (missing file), ComputeError
   // naming the rank, file and missing/mis-shaped parameter.
   Status LoadCheckpoint(const std::string& path);
+  // Replaces this rank's parameters by those of the Hugging Face directory
+  // `dir` (config.json + model.safetensors or shards, hf_io.h): checks that
+  // dir/config.json normalises to the plan's model (CheckSameModel), then
+  // reads only this rank's stages' tensors by HF name (F32/F16/BF16/F64
+  // converted into the run's dtype; exact except F64 into float32). The
+  // optimizer state is left fresh. Collective: the outcome is agreed across
+  // ranks (AgreeOnStatus), so every rank fails together before any step.
+  // Errors: NotFound naming a missing config.json or weights file;
+  // InvalidArgument naming the file and field (another model) or tensor
+  // (missing, wrong shape, malformed file; safetensors.h).
+  Status InitFromHf(const std::string& dir);
 
   const Plan& plan() const;
   int rank() const;

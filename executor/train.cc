@@ -84,6 +84,8 @@ Status ValidateRunOptions(const RunOptions& o) {
     return Status::InvalidArgument(flag + " " + value + ": " + rule);
   };
   if (o.steps < 1) return bad("--steps", std::to_string(o.steps), "must be >= 1");
+  if (!o.init_from.empty() && !o.resume.empty())
+    return bad("--init-from", o.init_from, "cannot be combined with --resume (a checkpoint holds its own weights)");
   if (!std::isfinite(o.lr) || o.lr <= 0) return bad("--lr", Num(o.lr), "the learning rate must be finite and > 0");
   if (!std::isfinite(o.beta2) || o.beta2 < 0 || o.beta2 >= 1)
     return bad("--adam-beta2", Num(o.beta2), "must be in [0, 1)");
@@ -392,6 +394,16 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
                  options.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan)};
   if (!options.resume.empty()) PW_RETURN_IF_ERROR(Resume(run));
+  if (!options.init_from.empty()) {
+    // Agreed across ranks: every rank stops together before any step.
+    PW_RETURN_IF_ERROR(engine->InitFromHf(options.init_from));
+    PW_ASSIGN_OR_RETURN(auto init_digests, comm.AllGather(ParameterDigest(engine->Parameters())));
+    if (run.printer) {
+      std::fprintf(out, "initialised from %s: parameters fnv1a64:", options.init_from.c_str());
+      for (size_t r = 0; r < init_digests.size(); ++r) std::fprintf(out, " rank%zu=%s", r, init_digests[r].c_str());
+      std::fprintf(out, "\n");
+    }
+  }
   if (run.printer)
     std::fprintf(out,
                  "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes of text, %d steps\n",

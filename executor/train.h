@@ -34,6 +34,7 @@ struct RunOptions {
   std::string checkpoint_dir;   // --checkpoint-dir: ROOT of step_<n>/ checkpoints (checkpoint.h)
   int checkpoint_every = 0;     // --checkpoint-every N: save after every N-th step (0: once after the last step when --checkpoint-dir is given)
   std::string resume;           // --resume: a step_<n> directory or a ROOT (latest complete one)
+  std::string init_from;        // --init-from: a Hugging Face directory (config.json + safetensors) to start from
   double clip_grad_norm = -1;   // --clip-grad-norm: <0 = the plan's training.clip_grad_norm, 0 = off
   std::string trace_path;       // --trace FILE: measured trace of one step (trace_format.h)
   int trace_step = -1;          // --trace-step: which step (0-based) to write; -1 = the last
@@ -79,7 +80,7 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
 // The checks of the options alone (no files, no peers): InvalidArgument naming
 // the flag and its value (--lr, --adam-beta2, --weight-decay, --clip-grad-norm,
 // --temperature, --sample, --steps, --trace-step, --warmup-steps,
-// --checkpoint-every, --log-every). Every rank has the same options, so every
+// --checkpoint-every, --log-every; --init-from with --resume). Every rank has the same options, so every
 // rank refuses alike before any collective; RunTraining calls it first.
 Status ValidateRunOptions(const RunOptions& options);
 

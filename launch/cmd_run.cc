@@ -124,6 +124,8 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--checkpoint-dir", options->checkpoint_dir, "root of step_<n>/ checkpoints (rank files + manifest)");
   cmd->add_option("--checkpoint-every", options->checkpoint_every, "save a checkpoint after every N-th step (0: once after the last step, when --checkpoint-dir is given)");
   cmd->add_option("--resume", options->resume, "continue from a step_<n> checkpoint directory, or the latest in a root");
+  cmd->add_option("--init-from", options->init_from,
+                  "start from a Hugging Face model directory (config.json + safetensors) of the plan's model");
   cmd->add_option("--clip-grad-norm", options->clip_grad_norm,
                   "clip gradients by their global L2 norm (default: the plan's training.clip_grad_norm; 0 = off)");
   cmd->add_option("--trace", options->trace_path, "write a measured Perfetto/Chrome trace of one step (all ranks)");

@@ -39,15 +39,18 @@ void RegisterReportCommand(CLI::App& app, CommandContext& ctx);    // cmd_report
 void RegisterRunCommand(CLI::App& app, CommandContext& ctx);       // cmd_run.cc (pipewright-exec)
 void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx);  // cmd_generate.cc (pipewright-exec)
 void RegisterProfileCommand(CLI::App& app, CommandContext& ctx);   // cmd_profile.cc (pipewright-exec)
+void RegisterExportCommand(CLI::App& app, CommandContext& ctx);    // cmd_export.cc (pipewright-exec)
 
 // One-line descriptions of the executor commands: `pipewright --help` lists
 // them (without linking their code) and pipewright-exec registers them.
 inline constexpr char kRunDescription[] = "train by replaying a plan (launch with mpirun -np <pp_size>)";
 inline constexpr char kGenerateDescription[] = "sample text from a model trained by `pipewright run --save`";
+inline constexpr char kExportDescription[] =
+    "write a model trained by `pipewright run --save` as a Hugging Face directory (config.json + safetensors)";
 inline constexpr char kProfileDescription[] =
     "measure layer F/I/W/B times and bytes (and P2P under mpirun -np 2); fit and write a profile";
 
-// True for the subcommands pipewright-exec runs: "run", "generate", "profile".
+// True for the subcommands pipewright-exec runs: "run", "generate", "profile", "export".
 bool IsExecutorCommand(const std::string& name);
 
 // Path of the executor binary: $PW_EXEC_BINARY if set and non-empty, else

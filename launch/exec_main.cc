@@ -11,5 +11,6 @@ int main(int argc, char** argv) {
   pw::cli::RegisterRunCommand(app, ctx);
   pw::cli::RegisterGenerateCommand(app, ctx);
   pw::cli::RegisterProfileCommand(app, ctx);
+  pw::cli::RegisterExportCommand(app, ctx);
   return pw::cli::ParseAndRun(app, ctx, argc, argv);
 }

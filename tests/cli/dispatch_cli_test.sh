@@ -17,7 +17,7 @@ check() {  # check NAME CONDITION...
 # 1. --help: every subcommand, one line each.
 "$pw" --help > "$tmp/help" 2>&1
 check "--help exits 0" test $? = 0
-for c in schedule validate plan run generate profile show report; do
+for c in schedule validate plan run generate export profile show report; do
   check "--help lists $c on one line" test "$(grep -cE "^ +$c +[^ ]" "$tmp/help")" = 1
 done
 

@@ -1,0 +1,37 @@
+// Hugging Face model directories (config.json + safetensors): export the
+// stages `pipewright run --save` wrote, and the loader `run --init-from`
+// uses (Engine::InitFromHf, engine.h). Torch-free header; hf_io.cc is the
+// LibTorch side. Parameter names: models/spec/hf_weights.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "models/spec/safetensors.h"
+#include "plan/plan.h"
+
+namespace pw::exec {
+
+struct ExportSummary {
+  int tensors = 0;    // tensors written
+  int64_t bytes = 0;  // bytes of tensor data
+  int files = 0;      // safetensors files (1, or the number of shards)
+};
+
+// Writes the model of `plan`, trained and saved by `run --save` into
+// `checkpoint_dir` (stage_<s>.pt for every stage), as a Hugging Face
+// directory `out_dir`: config.json (HfConfigJson, torch_dtype of the saved
+// weights) and model.safetensors, or shards of at most `max_shard_bytes`
+// with model.safetensors.index.json. Tensors are stored in the stages' dtype
+// (F32, or F64 for an fp64 run) under their HF names (GPT-2's Conv1D weights
+// transposed to (in, out)). Atomic: everything is written into a temporary
+// sibling directory renamed to `out_dir` at the end; on error nothing is
+// left at `out_dir`. Errors: InvalidArgument when `out_dir` exists and is
+// not an empty directory, or a stage file does not match the plan (naming
+// the stage and file); NotFound for a missing stage file; those of the plan's
+// pre-flight checks; Internal when writing fails.
+StatusOr<ExportSummary> ExportHfModel(const Plan& plan, const std::string& checkpoint_dir, const std::string& out_dir,
+                                      int64_t max_shard_bytes = safetensors::kDefaultMaxShardBytes);
+
+}  // namespace pw::exec
