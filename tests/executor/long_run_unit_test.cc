@@ -17,6 +17,7 @@
 #include "executor/measured_trace.h"
 #include "executor/plan_builder.h"
 #include "executor/preflight.h"
+#include "tests/testing/schedule_util.h"
 #include "executor/tcp_communicator.h"
 #include "executor/watchdog.h"
 #include "schedules/trace_format.h"
@@ -41,22 +42,7 @@ Plan SmallPlan(const std::string& schedule, int pp, int m) {
 TEST(Preflight, NcclChecksThePairOrder) {
   Plan plan = SmallPlan("zb-v", 2, 4);
   ASSERT_TRUE(PreflightCheck(plan, 2, /*one_fifo_per_pair=*/true).ok());
-  auto& list = plan.ranks[0];
-  bool moved = false;
-  for (size_t i = 0; i < list.size() && !moved; ++i) {
-    if (list[i].type != ActionType::kSendF) continue;
-    for (size_t j = i + 1; j < list.size(); ++j) {
-      if (list[j].type == ActionType::kSendB) {
-        const Action send_f = list[i];
-        list.erase(list.begin() + static_cast<long>(i));
-        list.insert(list.begin() + static_cast<long>(j), send_f);
-        moved = true;
-        break;
-      }
-      if (list[j].type == ActionType::kSendF) break;
-    }
-  }
-  ASSERT_TRUE(moved);
+  ASSERT_TRUE(pw::testing::PostASendFAfterTheNextSendB(&plan.ranks[0]));
   EXPECT_TRUE(PreflightCheck(plan, 2, false).ok()) << "MPI matches by channel";
   StatusOr<CheckedPlan> nccl = PreflightCheck(plan, 2, true);
   ASSERT_FALSE(nccl.ok());
@@ -112,7 +98,7 @@ TEST(MeasuredTrace, EveryActionOnceAndFlowsPair) {
 }
 
 TEST(Checkpoint, ManifestRoundTripAndRefusals) {
-  const std::string root = testing::TempDir() + "/pw_ckpt_unit";
+  const std::string root = ::testing::TempDir() + "/pw_ckpt_unit";
   std::filesystem::remove_all(root);
   const std::string dir = CheckpointStepDir(root, 10);
   EXPECT_EQ(dir, root + "/step_000010");

@@ -193,22 +193,7 @@ TEST(BugReports, PairOrderHoldsForEveryFamilyAndCatchesCrossChannelSwaps) {
   auto pl = RunPipeline("zb-v", 2, 4);
   ASSERT_TRUE(pl.ok()) << pl.status().ToString();
   Program swapped = pl->lowered;
-  auto& list = swapped.ranks[0];
-  bool moved = false;
-  for (size_t i = 0; i < list.size() && !moved; ++i) {
-    if (list[i].type != ActionType::kSendF) continue;
-    for (size_t j = i + 1; j < list.size(); ++j) {
-      if (list[j].type == ActionType::kSendB) {
-        const Action send_f = list[i];
-        list.erase(list.begin() + static_cast<long>(i));
-        list.insert(list.begin() + static_cast<long>(j), send_f);  // right after the SEND_B
-        moved = true;
-        break;
-      }
-      if (list[j].type == ActionType::kSendF) break;  // keep the forwards' own order
-    }
-  }
-  ASSERT_TRUE(moved);
+  ASSERT_TRUE(PostASendFAfterTheNextSendB(&swapped.ranks[0]));
   ValidateOptions eager;
   eager.rendezvous = false;
   EXPECT_TRUE(ValidateProgram(swapped, eager).ok()) << "the swap is valid with posted receives (MPI)";

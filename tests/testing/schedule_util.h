@@ -43,4 +43,25 @@ inline StageCosts CostsPerRankUnit(int num_stages, int v) {
   return UniformCosts(num_stages, c);
 }
 
+// Moves the first SEND_F of `list` that a SEND_B follows (before the next
+// SEND_F) to right after that SEND_B: still valid with posted receives (each
+// channel keeps its order), but the rank pair's single order changes, which a
+// communicator with one FIFO per pair (NCCL) cannot deliver. False if the
+// list has no such pair.
+inline bool PostASendFAfterTheNextSendB(std::vector<Action>* list) {
+  for (size_t i = 0; i < list->size(); ++i) {
+    if ((*list)[i].type != ActionType::kSendF) continue;
+    for (size_t j = i + 1; j < list->size(); ++j) {
+      if ((*list)[j].type == ActionType::kSendB) {
+        const Action send_f = (*list)[i];
+        list->erase(list->begin() + static_cast<long>(i));
+        list->insert(list->begin() + static_cast<long>(j), send_f);
+        return true;
+      }
+      if ((*list)[j].type == ActionType::kSendF) break;  // keep the forwards' own order
+    }
+  }
+  return false;
+}
+
 }  // namespace pw::testing
