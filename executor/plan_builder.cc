@@ -8,6 +8,19 @@
 
 namespace pw::exec {
 
+DeviceSpec TestCpuDevice() {
+  DeviceSpec d;
+  d.name = "test-cpu";
+  d.memory_bytes = int64_t{4} << 30;
+  d.peak_flops = 96e9;
+  d.efficiency = 0.05;
+  d.memory_bandwidth_bytes_per_s = 1e10;
+  d.p2p_bandwidth_bytes_per_s = 5e9;
+  d.p2p_latency_s = 2e-5;
+  d.source = "fixed numbers for the executor's test plans (executor/plan_builder.h)";
+  return d;
+}
+
 StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
   nlohmann::json config = spec.model;
   if (!config.is_object()) return Status::InvalidArgument("PlanSpec.model: expected a HF config object");
@@ -18,7 +31,7 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
     if (!config.contains(p)) config[p] = 0.0;
   PlannerModel model;
   PW_ASSIGN_OR_RETURN(model.config, ParseModelConfig(config, "PlanSpec.model"));
-  PW_ASSIGN_OR_RETURN(model.device, LoadDeviceSpec("cpu-core"));
+  model.device = TestCpuDevice();
 
   PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(spec.schedule));
   PlannerOptions o;

@@ -1,6 +1,6 @@
 // Executable plans for the executor's tests and benches, made by the
 // planner (planner/planner.h: SearchPlans + BuildPlan) for one fixed
-// candidate on the shipped `cpu-core` device: the same cost derivation
+// candidate on a fixed CPU device (TestCpuDevice): the same cost derivation
 // (models/spec) and the same plan writer as `pipewright plan`. Also the
 // executor's view of a plan's training section. Torch-free.
 #pragma once
@@ -11,13 +11,20 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "models/spec/device.h"
 #include "plan/plan.h"
 
 namespace pw::exec {
 
+// The device test plans are made for: one CPU core with fixed numbers (96
+// GFLOP/s peak at efficiency 0.05, 4 GiB, 5 GB/s and 20 us links), so that the
+// lowered orders the executor tests expect do not move when the shipped
+// `cpu-core` file is recalibrated.
+DeviceSpec TestCpuDevice();
+
 // One fixed candidate: what `pipewright plan --schedule S --pp P
 // --num-microbatches M [--layers-per-stage ...] --dtype fp32|fp64
-// --recompute-granularity none --device cpu-core` would write.
+// --recompute-granularity none --device <TestCpuDevice>` would write.
 struct PlanSpec {
   std::string schedule = "1f1b";  // canonical schedule name
   int pp_size = 2;                // P

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine (CPU, MPI): write a plan for a
 # small GPT (8 blocks, width 128, 4 heads, sequence 64, byte vocabulary) on
-# P=4 ranks, train it 120 steps with `mpirun -np 4 pipewright run` on English
-# text nobody here wrote (the Debian package `fortunes`), print the loss
-# falling, then a sample of generated text.
+# P ranks, one per core (P = the cores, at most 4; PW_DEMO_PP overrides), train
+# it 120 steps with `mpirun -np P pipewright run` on English text nobody here
+# wrote (the Debian package `fortunes`), print the loss falling with the
+# measured step and bubble beside the plan's, then a sample of generated text.
 #
 # Usage: launch/demo.sh [build-dir]      (default: ./build)
 # Environment: PW_DEMO_SCHEDULE (default auto: the planner picks by simulated
 #              step time), PW_DEMO_STEPS (default 120), PW_DEMO_MICRO_BATCH
 #              (rows per microbatch, default 2), PW_DEMO_DIR (work directory;
-#              default a fresh temp dir).
-# Time: ~0.5 s per step on 2 cores with OpenBLAS (launch/setup.sh installs
+#              default a fresh temp dir), PW_DEMO_PP (ranks; more ranks than
+#              cores share cores, which the plan does not model).
+# Time: ~0.1 s per step on 2 cores with OpenBLAS (launch/setup.sh installs
 # libopenblas0-pthread; Debian's reference BLAS is ~5x slower).
 set -euo pipefail
 
@@ -41,13 +43,17 @@ cat > "$work/model.json" << 'JSON'
 JSON
 
 # 8 microbatches of 2 sequences x 64 bytes = 1024 tokens per step. The planner
-# splits the 10 layers (embedding, 8 blocks, head) over P=4 ranks and picks
+# splits the 10 layers (embedding, 8 blocks, head) over P ranks and picks
 # schedule x v x recompute by simulated step time for one CPU core per rank.
-"$pipewright" plan --model-config "$work/model.json" --device cpu-core --pp 4 --num-microbatches 8 \
+cores=$(nproc)
+pp=${PW_DEMO_PP:-$(( cores < 4 ? cores : 4 ))}
+(( pp >= 1 )) || pp=1
+"$pipewright" plan --model-config "$work/model.json" --device cpu-core --pp "$pp" --num-microbatches 8 \
   --micro-batch-size "$micro_batch" --seq-length 64 --dtype fp32 --schedule "$schedule" \
   --recompute-granularity none -o "$work/plan.json" | tail -n 4
 
-mpi=(mpirun --oversubscribe -np 4 -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1)
+mpi=(mpirun -np "$pp" -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1)
+(( pp > cores )) && mpi+=(--oversubscribe)
 [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
 "${mpi[@]}" "$pipewright" run --plan "$work/plan.json" --data "$work/fortunes.txt" \
   --steps "$steps" --lr 3e-3 --seed 1 --save "$work/stages" \
