@@ -232,12 +232,17 @@ struct TcpCommunicator::Impl {
     }
   }
 
-  // Waits (lock held) until `ready()` or the watchdog / a lost peer.
+  // Waits (lock held) until `ready()` or the watchdog / a lost peer. A send
+  // waits with `peer_loss_fails` false: its writer always completes it (with
+  // an error if the write failed), and a peer that read the message and
+  // exited must not fail a send whose completion the writer is about to mark.
   template <typename Ready>
-  Status WaitFor(std::unique_lock<std::mutex>& lock, int peer, const std::string& what, Ready ready) {
+  Status WaitFor(std::unique_lock<std::mutex>& lock, int peer, const std::string& what, Ready ready,
+                 bool peer_loss_fails = true) {
     const auto t0 = Clock::now();
     while (!ready()) {
-      if (!peer_error[peer].empty()) return Status::CommError(Me() + ": " + what + ": " + peer_error[peer]);
+      if (peer_loss_fails && !peer_error[peer].empty())
+        return Status::CommError(Me() + ": " + what + ": " + peer_error[peer]);
       if (options.watchdog_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > options.watchdog_s) {
         char secs[32];
         std::snprintf(secs, sizeof(secs), "%g", options.watchdog_s);
@@ -418,7 +423,8 @@ Status TcpCommunicator::Wait(RequestId id) {
   const int peer = it->second.peer;
   const std::string what = std::string(it->second.is_recv ? "receive from" : "send to") + " rank " +
                            std::to_string(peer);
-  PW_RETURN_IF_ERROR(s.WaitFor(lock, peer, what, [&] { return s.requests[id].done; }));
+  const bool is_recv = it->second.is_recv;
+  PW_RETURN_IF_ERROR(s.WaitFor(lock, peer, what, [&] { return s.requests[id].done; }, /*peer_loss_fails=*/is_recv));
   std::string error = s.requests[id].error;
   s.requests.erase(id);
   if (!error.empty()) return Status::CommError(error);
@@ -432,7 +438,8 @@ StatusOr<bool> TcpCommunicator::Test(RequestId id) {
   if (it == s.requests.end()) return Status::Internal(s.Me() + ": test of unknown request " + std::to_string(id));
   const int peer = it->second.peer;
   if (!it->second.done) {
-    if (s.peer_error[peer].empty()) return false;
+    // A send is completed by its writer, also when the peer is gone.
+    if (!it->second.is_recv || s.peer_error[peer].empty()) return false;
     return Status::CommError(s.Me() + ": " + (it->second.is_recv ? "receive from" : "send to") + " rank " +
                              std::to_string(peer) + ": " + s.peer_error[peer]);
   }
