@@ -30,6 +30,7 @@ struct ShowOptions {
   std::string color = "auto";
   int width = 0;     // 0 = $COLUMNS or 120
   std::string costs = "1,1,1";
+  std::string window = "auto";
 };
 
 Status Run(const ShowOptions& o) {
@@ -62,7 +63,7 @@ Status Run(const ShowOptions& o) {
     if (!diff.ok())
       return Status::InvalidArgument(o.input + " vs --plan " + o.plan + ": " + diff.status().message());
     if (o.format == "ascii") {
-      viz::AsciiOptions ao{width, color};
+      viz::AsciiOptions ao{width, color, o.window == "auto"};
       text = viz::RenderAscii(in.timeline, ao) + "\n" + viz::RenderAscii(sim, ao) + "\n" +
              viz::RenderDiffText(*diff);
     } else if (o.format == "html") {
@@ -71,13 +72,16 @@ Status Run(const ShowOptions& o) {
       return Status::InvalidArgument("--format " + o.format + ": the diff view (--plan) is ascii or html");
     }
   } else if (o.format == "ascii") {
-    text = viz::RenderAscii(in.timeline, viz::AsciiOptions{width, color});
+    text = viz::RenderAscii(in.timeline, viz::AsciiOptions{width, color, o.window == "auto"});
   } else if (o.format == "svg") {
     viz::SvgOptions so;
+    so.window = o.window == "auto";
     so.highlight = viz::HighlightOf(in.timeline, viz::CriticalPath(in.timeline));
     text = viz::SvgDocument(in.timeline, so);
   } else if (o.format == "html") {
-    text = viz::RenderHtmlPage(in.timeline);
+    viz::SvgOptions so;
+    so.window = o.window == "auto";
+    text = viz::RenderHtmlPage(in.timeline, so);
   } else {
     text = viz::ChromeTraceJson(in.timeline, in.plan_hash);
   }
@@ -110,6 +114,11 @@ void RegisterShowCommand(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   sub->add_option("--width", opts->width, "Terminal columns for ascii, 40 or more (default $COLUMNS or 120)");
+  sub->add_option("--window", opts->window,
+                  "auto: a long step (many microbatches) is drawn as warm-up + 2 steady-state periods, a marked "
+                  "compressed middle, 2 periods + cool-down | all: the whole step (ascii, svg, html)")
+      ->check(CLI::IsMember({"auto", "all"}))
+      ->capture_default_str();
   sub->add_option("--costs", opts->costs, "F,I,W seconds per microbatch of every stage, for a CSV input")
       ->capture_default_str();
   sub->callback([opts, &ctx]() {

@@ -1,5 +1,7 @@
 #include "viz/ascii_timeline.h"
 
+#include "viz/window.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -13,6 +15,8 @@ constexpr int kLabelWidth = 5;     // "r12 |"
 constexpr int kMaxColsPerMin = 4;  // columns given to the shortest action when there is room
 constexpr int kIdle = -1;          // cell: no action in the column
 constexpr int kMixed = -2;         // cell: several actions in the column
+constexpr int kCut = -3;           // cell: the compressed middle of a windowed view
+constexpr int kCutColumns = 3;     // "~~~"
 
 const char* AnsiColor(ActionType t) {
   switch (t) {
@@ -47,10 +51,13 @@ struct RankCells {
 // per second: block k covers columns [round(start), round(end)); a block that
 // rounds to no column (shorter than about half a column, or zero time) goes to
 // the column of its midpoint, so every block is in at least one column.
-RankCells PlaceBlocks(const std::vector<TimelineBlock>& blocks, double scale, int ncols) {
+RankCells PlaceBlocks(const std::vector<TimelineBlock>& blocks, double scale, int ncols, double lo, double hi,
+                      bool last) {
   std::vector<std::vector<int>> in(ncols);  // (ncols, actions in the column)
   for (int k = 0; k < static_cast<int>(blocks.size()); ++k) {
-    double s = blocks[k].start * scale, e = std::max(blocks[k].end, blocks[k].start) * scale;
+    const double mid = (blocks[k].start + std::max(blocks[k].end, blocks[k].start)) / 2;
+    if (mid < lo || (last ? mid > hi : mid >= hi)) continue;  // another span's
+    double s = (blocks[k].start - lo) * scale, e = (std::max(blocks[k].end, blocks[k].start) - lo) * scale;
     long a = std::clamp(std::lround(s), 0L, static_cast<long>(ncols));
     long b = std::clamp(std::lround(e), 0L, static_cast<long>(ncols));
     if (b <= a) {
@@ -89,6 +96,10 @@ bool LabelsFitInline(const Timeline& t, const std::vector<RankCells>& cells) {
     for (int c = 0; c < static_cast<int>(cell.size());) {
       int run = RunLength(cell, c);
       if (cell[c] == kMixed) return false;
+      if (cell[c] == kCut) {
+        c += run;
+        continue;
+      }
       if (cell[c] >= 0 && run < 1 + Digits(t.ranks[r].compute[cell[c]].action.microbatch)) return false;
       c += run;
     }
@@ -109,44 +120,69 @@ void PutDigits(int mb, int c, std::vector<std::string>* lines) {
 std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   const int width = std::max(options.width, 40);
   const int avail = width - kLabelWidth - 1;
-  double min_dur = 0;
+  const double min_dur = ShortestAction(t);
   int max_microbatch = 0;
   for (const TimelineRank& r : t.ranks)
-    for (const TimelineBlock& b : r.compute) {
-      if (b.end > b.start && (min_dur == 0 || b.end - b.start < min_dur)) min_dur = b.end - b.start;
-      max_microbatch = std::max(max_microbatch, b.action.microbatch);
-    }
+    for (const TimelineBlock& b : r.compute) max_microbatch = std::max(max_microbatch, b.action.microbatch);
   std::string out = Fmt("%s: %s, P=%d ranks, S=%d stages, m=%d microbatches\n", t.title.c_str(), t.kind.c_str(),
                         t.pp_size, t.num_stages, t.num_microbatches);
   if (t.makespan_s <= 0 || min_dur <= 0) return out + "(no compute time to draw)\n";
 
+  const TimeWindow win = options.window ? ChooseWindow(t, avail, 1.0) : FullWindow(t);
+  // Columns for the shown spans; each span rounds its columns up, so keep
+  // one column in hand per extra span.
+  const int plot = avail - (win.Compressed() ? kCutColumns : 0) - (static_cast<int>(win.spans.size()) - 1);
+  const double shown = win.ShownSeconds();
+  if (win.Compressed())
+    out += Fmt("time WINDOWED: shown %s (warm-up and %d steady-state periods, %d periods and the cool-down); the "
+               "middle %s of steady state is cut at ~~~ (--window all draws every action)\n",
+               win.Describe().c_str(), kWindowPeriods, kWindowPeriods,
+               FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str());
   double scale;  // columns per second
-  double units = t.makespan_s / min_dur;
-  bool compressed = units > avail + 1e-9;
+  double units = shown / min_dur;
+  bool compressed = units > plot + 1e-9;
   if (!compressed) {
-    int cols = std::min(kMaxColsPerMin, std::max(1, static_cast<int>(std::floor(avail / units + 1e-9))));
+    int cols = std::min(kMaxColsPerMin, std::max(1, static_cast<int>(std::floor(plot / units + 1e-9))));
     scale = cols / min_dur;
     out += Fmt("time: 1 column = %s (shortest action %s = %d column%s); action edges rounded to the nearest "
                "column\n",
                FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(), cols, cols == 1 ? "" : "s");
   } else {
-    scale = avail / t.makespan_s;
-    const int full_width = kLabelWidth + 1 + static_cast<int>(std::ceil(units - 1e-9));
+    scale = plot / shown;
+    const int full_width = kLabelWidth + 1 + static_cast<int>(std::ceil(t.makespan_s / min_dur - 1e-9));
     out += Fmt("time COMPRESSED to fit %d columns: 1 column = %s, longer than the shortest action (%s); an action "
-               "shorter than half a column shares one (*); --width %d or more gives every action its own columns\n",
-               width, FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(), full_width);
+               "shorter than half a column shares one (*); --width %d%s or more gives every action its own "
+               "columns\n",
+               width, FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(), full_width,
+               win.Compressed() ? " --window all" : "");
   }
-  const int ncols = std::max(1, static_cast<int>(std::ceil(t.makespan_s * scale - 1e-9)));
+  // Columns of each shown span, and where each starts.
+  std::vector<int> span_cols, span_col0;
+  int ncols = 0;
+  for (size_t k = 0; k < win.spans.size(); ++k) {
+    if (k > 0) ncols += kCutColumns;
+    span_col0.push_back(ncols);
+    const double len = win.spans[k].second - win.spans[k].first;
+    span_cols.push_back(std::max(1, static_cast<int>(std::ceil(len * scale - 1e-9))));
+    ncols += span_cols.back();
+  }
 
-  // Time axis: a label every >= 10 columns.
+  // Time axis: a label every >= 10 columns, per span; '~' over the cut.
   double step = NiceStep(10.0 / scale);
   std::string axis(kLabelWidth + ncols + 1, ' ');
   axis.replace(0, 3, "t/s");
-  for (double x = 0; x <= t.makespan_s + 1e-12; x += step) {
-    int col = kLabelWidth + static_cast<int>(std::lround(x * scale));
-    std::string label = TickLabel(x, step);
-    if (col + label.size() > axis.size()) break;
-    axis.replace(col, label.size(), label);
+  for (size_t k = 0; k < win.spans.size(); ++k) {
+    const auto [lo, hi] = win.spans[k];
+    const int end_col = kLabelWidth + span_col0[k] + span_cols[k];
+    for (double x = std::max(0.0, std::ceil(lo / step - 1e-9) * step); x <= hi + 1e-12; x += step) {
+      int col = kLabelWidth + span_col0[k] + static_cast<int>(std::lround((x - lo) * scale));
+      std::string label = TickLabel(x, step);
+      if (col + static_cast<int>(label.size()) > (k + 1 < win.spans.size() ? end_col : static_cast<int>(axis.size())))
+        break;
+      if (k > 0 && col < kLabelWidth + span_col0[k] + 1) continue;
+      axis.replace(col, label.size(), label);
+    }
+    if (k > 0) axis.replace(kLabelWidth + span_col0[k] - kCutColumns, kCutColumns, std::string(kCutColumns, '~'));
   }
   while (!axis.empty() && axis.back() == ' ') axis.pop_back();
   out += axis + "\n";
@@ -154,7 +190,18 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   std::vector<RankCells> cells;
   bool any_mixed = false;
   for (int r = 0; r < t.pp_size; ++r) {
-    cells.push_back(PlaceBlocks(t.ranks[r].compute, scale, ncols));
+    RankCells rc;
+    for (size_t k = 0; k < win.spans.size(); ++k) {
+      if (k > 0) {
+        rc.cell.insert(rc.cell.end(), kCutColumns, kCut);
+        rc.mixed_microbatch.insert(rc.mixed_microbatch.end(), kCutColumns, -1);
+      }
+      RankCells part = PlaceBlocks(t.ranks[r].compute, scale, span_cols[k], win.spans[k].first, win.spans[k].second,
+                                   k + 1 == win.spans.size());
+      rc.cell.insert(rc.cell.end(), part.cell.begin(), part.cell.end());
+      rc.mixed_microbatch.insert(rc.mixed_microbatch.end(), part.mixed_microbatch.begin(), part.mixed_microbatch.end());
+    }
+    cells.push_back(std::move(rc));
     any_mixed |= std::count(cells.back().cell.begin(), cells.back().cell.end(), kMixed) > 0;
   }
   const bool inline_numbers = LabelsFitInline(t, cells);
@@ -170,6 +217,8 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
       std::string text;
       if (rc.cell[c] == kIdle) {
         text.assign(run, '.');
+      } else if (rc.cell[c] == kCut) {
+        text.assign(run, '~');
       } else if (rc.cell[c] == kMixed) {
         text.assign(run, '*');
         if (!inline_numbers)
@@ -201,16 +250,43 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
     out += "  an action: its letter, then lower case to its end; its microbatch reads downwards in the ':' lines\n";
   if (any_mixed)
     out += "  * = several actions in one column; the ':' lines under a * give the microbatch they share, if one\n";
+  if (win.Compressed()) {
+    int hidden = 0;
+    for (int r = 0; r < t.pp_size; ++r) hidden = std::max(hidden, win.HiddenActions(t, r));
+    out += Fmt("  ~~~ = %s of steady state not drawn (up to %d actions per rank)\n",
+               FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str(), hidden);
+  }
   out += "  compute only: SEND/RECV are not drawn (see --format html or trace)\n";
-  out += Fmt("makespan %s, steady step %s, bubble ratio %.4f\n", FormatSeconds(t.makespan_s).c_str(),
+  out += Fmt("makespan %s, steady step %s, bubble ratio %.4f", FormatSeconds(t.makespan_s).c_str(),
              FormatSeconds(t.steady_step_s).c_str(), t.bubble_ratio);
+  if (t.memory_limit_bytes) out += ", memory limit " + FormatMemory(t, *t.memory_limit_bytes) + " per rank";
+  out += "\n";
   for (int r = 0; r < t.pp_size; ++r) {
     const TimelineRank& tr = t.ranks[r];
     out += Fmt("  rank %d: busy %s, idle %s (%.1f%%)", r, FormatSeconds(tr.busy_s).c_str(),
                FormatSeconds(tr.idle_s).c_str(), t.makespan_s > 0 ? 100.0 * tr.idle_s / t.makespan_s : 0.0);
     if (!tr.memory.empty()) out += ", peak memory " + FormatMemory(t, tr.peak_memory_bytes);
-    if (t.memory_limit_bytes) out += " (limit " + FormatMemory(t, *t.memory_limit_bytes) + ")";
     out += "\n";
+  }
+  out += RenderStaticMemoryText(t);
+  return out;
+}
+
+std::string RenderStaticMemoryText(const Timeline& t) {
+  const StaticBreakdown& sb = t.static_memory;
+  if (sb.ranks.empty()) return "";
+  std::string out = "static memory per rank (params, grads and optimizer state; by layer: " + sb.method + "):\n";
+  for (const RankStatic& r : sb.ranks) {
+    std::string stages, parts;
+    for (const StageStatic& st : r.stages) stages += (stages.empty() ? "" : ",") + std::to_string(st.stage);
+    if (sb.by_layer) {
+      auto add = [&](const std::string& p) { parts += (parts.empty() ? " = " : " + ") + p; };
+      if (r.embedding_bytes) add("embedding " + FormatMemory(t, r.embedding_bytes));
+      if (r.num_blocks) add(Fmt("%d block%s ", r.num_blocks, r.num_blocks == 1 ? "" : "s") + FormatMemory(t, r.block_bytes));
+      if (r.head_bytes) add("head " + FormatMemory(t, r.head_bytes));
+    }
+    out += Fmt("  rank %d (stage%s %s): %s%s\n", r.rank, r.stages.size() == 1 ? "" : "s", stages.c_str(),
+               FormatMemory(t, r.bytes).c_str(), parts.c_str());
   }
   return out;
 }

@@ -31,6 +31,10 @@ namespace pw::viz {
 struct AsciiOptions {
   int width = 120;     // total columns of each line, labels included (>= 40)
   bool color = false;  // ANSI background colours per type (for a terminal)
+  // A long step as a window (viz/window.h): warm-up and two steady-state
+  // periods, a "~~~" cut, two periods and the cool-down. Used only when the
+  // whole step would be compressed below one column per shortest action.
+  bool window = true;
 };
 
 // The timeline, then a legend stating the conventions above, makespan, steady
@@ -39,5 +43,9 @@ struct AsciiOptions {
 // prose lines may be longer. Ends with a newline. Never fails: a timeline
 // without compute time gives the title line and "(no compute time to draw)".
 std::string RenderAscii(const Timeline& t, const AsciiOptions& options = {});
+
+// The per-rank static memory lines of `t.static_memory` (embedding, blocks,
+// head, and the stages), or "" when it is empty. RenderAscii ends with them.
+std::string RenderStaticMemoryText(const Timeline& t);
 
 }  // namespace pw::viz

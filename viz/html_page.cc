@@ -12,7 +12,7 @@ const char* kStyle =
     "<style>\n"
     "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:16px;color:#222;background:#fff}\n"
     "h1{font-size:20px;margin:0 0 8px 0} h2{font-size:16px;margin:18px 0 6px 0}\n"
-    "table{border-collapse:collapse;font-size:13px} td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}\n"
+    "table{border-collapse:collapse;font-size:13px} td,th{border:1px solid #ccc;padding:2px 8px;text-align:right;white-space:nowrap}\n"
     "th{background:#f0f0f0} td.l,th.l{text-align:left}\n"
     ".note{color:#555;font-size:12px}\n"
     "</style>\n";
@@ -51,6 +51,55 @@ std::string SummaryTable(const Timeline& t) {
   return s + "</table>\n";
 }
 
+// Static memory per rank by layer: a stacked bar (embedding, blocks, head)
+// and the numbers, then each stage's parts.
+std::string StaticTable(const Timeline& t) {
+  const StaticBreakdown& sb = t.static_memory;
+  if (sb.ranks.empty()) return "";
+  int64_t most = 1;
+  for (const RankStatic& r : sb.ranks) most = std::max(most, r.bytes);
+  std::string s = "<h2>Static memory per rank</h2>\n<p class=\"note\">Parameters, gradients and optimizer state, "
+                  "held for the whole step (the grey base of the memory strips). By layer: " +
+                  XmlEscape(sb.method) + ".</p>\n";
+  s += "<table class=\"static\">\n<tr><th>rank</th><th class=\"l\">stages</th><th>embedding</th><th>blocks</th>"
+       "<th>head</th><th>total</th><th class=\"l\">by stage</th><th class=\"l\"></th></tr>\n";
+  for (const RankStatic& r : sb.ranks) {
+    std::string stages, detail;
+    for (const StageStatic& st : r.stages) {
+      stages += (stages.empty() ? "" : ",") + std::to_string(st.stage);
+      std::string parts;
+      for (const StaticPart& p : st.parts)
+        parts += (parts.empty() ? "" : " + ") + PartName(p) + " " + FormatMemory(t, p.bytes);
+      detail += (detail.empty() ? "" : "; ") + Fmt("stage %d: ", st.stage) +
+                (parts.empty() ? FormatMemory(t, st.bytes) : parts);
+    }
+    auto cell = [&](int64_t b) { return sb.by_layer && b > 0 ? XmlEscape(FormatMemory(t, b)) : std::string("&ndash;"); };
+    auto bar = [&](int64_t b, const char* color, const std::string& what) {
+      double w = 260.0 * double(b) / double(most);
+      return b > 0 ? Fmt("<span title=\"%s\" style=\"display:inline-block;height:12px;width:%.1fpx;background:%s\">"
+                         "</span>",
+                         XmlEscape(what).c_str(), w, color)
+                   : std::string();
+    };
+    std::string bars = sb.by_layer ? bar(r.embedding_bytes, "#e15759", "embedding") +
+                                         bar(r.block_bytes, "#76b7b2", Fmt("%d blocks", r.num_blocks)) +
+                                         bar(r.head_bytes, "#edc948", "head")
+                                   : bar(r.bytes, "#76b7b2", "static");
+    s += Fmt("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"l\">%s</td>"
+             "<td class=\"l\" style=\"white-space:nowrap\">%s</td></tr>\n",
+             r.rank, stages.c_str(), cell(r.embedding_bytes).c_str(),
+             sb.by_layer ? (XmlEscape(FormatMemory(t, r.block_bytes)) + Fmt(" (%d)", r.num_blocks)).c_str() : "&ndash;",
+             cell(r.head_bytes).c_str(), XmlEscape(FormatMemory(t, r.bytes)).c_str(), XmlEscape(detail).c_str(),
+             bars.c_str());
+  }
+  s += "</table>\n";
+  if (sb.by_layer)
+    s += "<p class=\"note\"><span style=\"background:#e15759\">&nbsp;&nbsp;&nbsp;</span> embedding "
+         "<span style=\"background:#76b7b2\">&nbsp;&nbsp;&nbsp;</span> decoder blocks (count in brackets) "
+         "<span style=\"background:#edc948\">&nbsp;&nbsp;&nbsp;</span> head</p>\n";
+  return s;
+}
+
 }  // namespace
 
 std::set<std::pair<int, int>> HighlightOf(const Timeline& t, const std::vector<CriticalStep>& path) {
@@ -65,14 +114,23 @@ std::string RenderHtmlPage(const Timeline& t, const SvgOptions& options) {
   SvgOptions o = options;
   std::vector<CriticalStep> path = CriticalPath(t);
   if (o.highlight.empty()) o.highlight = HighlightOf(t, path);
+  o.header = false;  // the page's own title and table
+  const SvgGeometry g = LayoutSvg(t, o);
   std::string s = Head(t.title);
   s += "<h1>" + XmlEscape(t.title) + "</h1>\n" + SummaryTable(t);
   s += "<p class=\"note\">Blocks are drawn at their " + std::string(t.kind == "measured" ? "measured" : "simulated") +
        " start and duration; hatched grey is time a rank waits; arrows go from each SEND to the moment its RECV has "
-       "the data; black outlines mark the critical path (" +
-       std::to_string(path.size()) + " actions). Hover for details.</p>\n";
+       "the data; a red bar under a block marks the critical path (" +
+       std::to_string(path.size()) + " actions). Hover for details.";
+  if (g.window.Compressed())
+    s += " The step is long: shown are " + XmlEscape(g.window.Describe()) +
+         " (warm-up and the first two steady-state periods, the last two and the cool-down); the middle " +
+         XmlEscape(FormatSeconds(g.window.HiddenEnd() - g.window.HiddenBegin())) +
+         " of steady state is compressed into the marked band (<code>show --window all</code> draws every action).";
+  s += "</p>\n";
   s += "<div>\n" + RenderSvg(t, o) + "</div>\n";
   s += "<h2>Per rank</h2>\n" + RankTable(t);
+  s += StaticTable(t);
   s += "</body>\n</html>\n";
   return s;
 }

@@ -39,8 +39,10 @@ StatusOr<Timeline> TimelineOfPlan(const Plan& plan, const std::string& source) {
   if (!st.ok()) return Status(st.code(), source + ": " + st.message());
   StatusOr<SimResult> sim = Simulate(program, costs);
   if (!sim.ok()) return Status(sim.status().code(), source + ": " + sim.status().message());
-  return TimelineFromSimulation(program, costs, *sim, DisplayName(plan.schedule) + " (" + BaseName(source) + ")",
-                                plan.schedule, plan.memory_limit_bytes);
+  Timeline t = TimelineFromSimulation(program, costs, *sim, DisplayName(plan.schedule) + " (" + BaseName(source) + ")",
+                                      plan.schedule, plan.memory_limit_bytes);
+  t.static_memory = StaticMemoryOf(plan);
+  return t;
 }
 
 StatusOr<LoadedInput> LoadForShow(const std::string& path, const LoadOptions& options) {

@@ -16,6 +16,7 @@
 #include "base/costs.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
+#include "viz/static_memory.h"
 
 namespace pw::viz {
 
@@ -71,6 +72,8 @@ struct Timeline {
   double makespan_s = 0.0;
   double steady_step_s = 0.0;
   double bubble_ratio = 0.0;
+  // Static memory per rank by layer (plans only; empty ranks otherwise).
+  StaticBreakdown static_memory;
 };
 
 // Builds the timeline of a simulated program. `program` may be lowered or

@@ -69,6 +69,9 @@ std::vector<std::vector<Token>> ReadBack(const std::string& text) {
       } else if (ch == '*') {
         tokens.push_back(Token{'*', digits.empty() ? -1 : number_below(c), static_cast<int>(c)});
         current = 0;
+      } else if (ch == '~') {  // the cut of a windowed view: one token per cut
+        if (tokens.empty() || tokens.back().letter != '~') tokens.push_back(Token{'~', -1, static_cast<int>(c)});
+        current = 0;
       } else if (ch == '.') {
         current = 0;
       } else {
@@ -104,7 +107,7 @@ bool AccountsFor(const std::vector<Token>& tokens, const std::vector<TimelineBlo
         bool& r = ok[i][j][s];
         if (i == n) {
           r = j == k || s;
-        } else if (tokens[i].letter == '*') {
+        } else if (tokens[i].letter == '*' || tokens[i].letter == '~') {
           r = !exact && ok[i + 1][j][1];
         } else {
           const std::string x = tokens[i].Text();
@@ -156,7 +159,7 @@ TEST(AsciiReadBack, EveryActionIsDrawnWithItsWholeMicrobatchAtEveryWidth) {
     for (int width : {40, 50, 60, 80, 100, 120, 160, 200, 300}) {
       std::string text = RenderAscii(*t, AsciiOptions{width, false});
       std::string context = Fmt("%s m=%d width %d", c.schedule, c.m, width);
-      bool compressed = text.find("COMPRESSED") != std::string::npos;
+      bool compressed = text.find("COMPRESSED") != std::string::npos || text.find("WINDOWED") != std::string::npos;
       auto ranks = ReadBack(text);
       ASSERT_EQ(ranks.size(), 4u) << context << "\n" << text;
       for (int r = 0; r < 4; ++r)
@@ -190,20 +193,20 @@ TEST(AsciiReadBack, CompressedViewMarksSharedColumnsAndNamesTheFullWidth) {
   // longer than a W, so some columns hold two actions.
   auto t = Simulated({"zb-h1", 16, {1.0, 1.0, 0.3}, 0.1});
   ASSERT_TRUE(t.ok());
-  std::string text = RenderAscii(*t, AsciiOptions{60, false});
+  std::string text = RenderAscii(*t, AsciiOptions{60, false, /*window=*/false});
   ASSERT_NE(text.find("COMPRESSED"), std::string::npos) << text;
   EXPECT_NE(text.find("* = several actions in one column"), std::string::npos) << text;
   size_t at = text.find("--width ");
   ASSERT_NE(at, std::string::npos) << text;
   int full = std::stoi(text.substr(at + 8));
   // At the width the header names, nothing is compressed or shared.
-  std::string wide = RenderAscii(*t, AsciiOptions{full, false});
+  std::string wide = RenderAscii(*t, AsciiOptions{full, false, false});
   EXPECT_EQ(wide.find("COMPRESSED"), std::string::npos) << wide;
   auto ranks = ReadBack(wide);
   ASSERT_EQ(ranks.size(), 4u);
   for (int r = 0; r < 4; ++r) ExpectAccountsFor(ranks[r], t->ranks[r].compute, /*exact=*/true, wide);
   // One column narrower is compressed.
-  EXPECT_NE(RenderAscii(*t, AsciiOptions{full - 1, false}).find("COMPRESSED"), std::string::npos);
+  EXPECT_NE(RenderAscii(*t, AsciiOptions{full - 1, false, false}).find("COMPRESSED"), std::string::npos);
 }
 
 TEST(AsciiReadBack, ColorWrapsActionsOnly) {

@@ -193,7 +193,7 @@ TEST(AsciiTimeline, FitsOneHundredTwentyColumnsAndSaysWhenCompressed) {
     for (const char* name : {"1f1b", "zb-h1", "interleaved-1f1b"}) {
       auto s = SimulateSchedule(name, P, m);
       ASSERT_TRUE(s.ok()) << name << ": " << s.status().ToString();
-      std::string text = RenderAscii(s->timeline, AsciiOptions{120, false});
+      std::string text = RenderAscii(s->timeline, AsciiOptions{120, false, /*window=*/false});
       std::stringstream ss(text);
       std::string line;
       int rows = 0;
@@ -206,6 +206,20 @@ TEST(AsciiTimeline, FitsOneHundredTwentyColumnsAndSaysWhenCompressed) {
       EXPECT_EQ(rows, P) << name;
       bool compressed = s->timeline.makespan_s > 114;
       EXPECT_EQ(text.find("COMPRESSED") != std::string::npos, compressed) << name << " P=" << P << " m=" << m;
+      // With the window (the default): the same bounds; a step that needs
+      // compressing and has a long steady state (m = 64) is windowed.
+      std::string win = RenderAscii(s->timeline, AsciiOptions{120, false});
+      std::stringstream ws(win);
+      rows = 0;
+      while (std::getline(ws, line)) {
+        if (line.rfind("legend:", 0) == 0 || line.rfind("time", 0) == 0 || line.find(": simulated,") != std::string::npos)
+          continue;
+        EXPECT_LE(line.size(), 120u) << name << " P=" << P << " m=" << m << " windowed: " << line;
+        if (line.rfind("r", 0) == 0 && line.find('|') == 4) ++rows;
+      }
+      EXPECT_EQ(rows, P) << name;
+      EXPECT_EQ(win.find("time WINDOWED") != std::string::npos, m == 64) << name << " P=" << P << " m=" << m << "\n"
+                                                                          << win;
     }
   }
 }
