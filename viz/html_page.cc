@@ -62,7 +62,7 @@ std::string StaticTable(const Timeline& t) {
                   "held for the whole step (the grey base of the memory strips). By layer: " +
                   XmlEscape(sb.method) + ".</p>\n";
   s += "<table class=\"static\">\n<tr><th>rank</th><th class=\"l\">stages</th><th>embedding</th><th>blocks</th>"
-       "<th>head</th><th>total</th><th class=\"l\">by stage</th><th class=\"l\"></th></tr>\n";
+       "<th>head</th><th>total</th><th class=\"l\"></th><th class=\"l\">by stage</th></tr>\n";
   for (const RankStatic& r : sb.ranks) {
     std::string stages, detail;
     for (const StageStatic& st : r.stages) {
@@ -76,7 +76,7 @@ std::string StaticTable(const Timeline& t) {
     auto cell = [&](int64_t b) { return sb.by_layer && b > 0 ? XmlEscape(FormatMemory(t, b)) : std::string("&ndash;"); };
     auto bar = [&](int64_t b, const char* color, const std::string& what) {
       double w = 260.0 * double(b) / double(most);
-      return b > 0 ? Fmt("<span title=\"%s\" style=\"display:inline-block;height:12px;width:%.1fpx;background:%s\">"
+      return b > 0 ? Fmt("<span title=\"%s\" style=\"display:inline-block;vertical-align:middle;height:12px;width:%.1fpx;background:%s\">"
                          "</span>",
                          XmlEscape(what).c_str(), w, color)
                    : std::string();
@@ -85,12 +85,12 @@ std::string StaticTable(const Timeline& t) {
                                          bar(r.block_bytes, "#76b7b2", Fmt("%d blocks", r.num_blocks)) +
                                          bar(r.head_bytes, "#edc948", "head")
                                    : bar(r.bytes, "#76b7b2", "static");
-    s += Fmt("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"l\">%s</td>"
-             "<td class=\"l\" style=\"white-space:nowrap\">%s</td></tr>\n",
+    s += Fmt("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+             "<td class=\"l bar\">%s</td><td class=\"l\" style=\"white-space:normal\">%s</td></tr>\n",
              r.rank, stages.c_str(), cell(r.embedding_bytes).c_str(),
              sb.by_layer ? (XmlEscape(FormatMemory(t, r.block_bytes)) + Fmt(" (%d)", r.num_blocks)).c_str() : "&ndash;",
-             cell(r.head_bytes).c_str(), XmlEscape(FormatMemory(t, r.bytes)).c_str(), XmlEscape(detail).c_str(),
-             bars.c_str());
+             cell(r.head_bytes).c_str(), XmlEscape(FormatMemory(t, r.bytes)).c_str(), bars.c_str(),
+             XmlEscape(detail).c_str());
   }
   s += "</table>\n";
   if (sb.by_layer)

@@ -2,7 +2,11 @@
 // `chromium`) renders the SVG/HTML views to PNG, and the test samples the
 // pixels: every block of 1F1B P=4 m=2 has its type's colour at the simulated
 // position, every wait is drawn grey (not compacted away), and the HTML pages
-// of 1F1B, Interleaved 1F1B and ZB-V at P=4, m=8 render non-blank.
+// of 1F1B, Interleaved 1F1B and ZB-V at P=4, m=8 render non-blank. Views at
+// any size: Interleaved 1F1B at P=16, v=2, m=128 draws 16 readable lanes (no
+// lane blacked out by the critical path, a white cut where the middle is
+// compressed, the critical path in red under the lanes), and the HTML page of
+// a planned ZB-V model shows embedding and head static memory on rank 0.
 //
 // Label "browser". Without chromium the tests skip, except under CI=true,
 // where they fail (CI must install it). PW_VIZ_SHOTS=DIR keeps the PNGs.
@@ -15,7 +19,9 @@
 
 #include "tests/viz/png_reader.h"
 #include "tests/viz/viz_util.h"
+#include "plan/plan.h"
 #include "viz/html_page.h"
+#include "viz/load.h"
 #include "viz/svg_timeline.h"
 
 namespace pw::viz::testing {
@@ -159,6 +165,93 @@ TEST_F(Browser, HtmlPagesRenderAtPFourMEight) {
     // each at least ~15 x 24 px on a 1100 px axis.
     EXPECT_GT(f_pixels, 4 * 8 * 15 * 20 / (std::string(name) == "1f1b" ? 1 : 2)) << name;
   }
+}
+
+TEST_F(Browser, SixteenRanksM128LanesStayReadable) {
+  auto s = SimulateSchedule("interleaved-1f1b", 16, 128, 2);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const Timeline& t = s->timeline;
+  SvgOptions o;
+  o.highlight = HighlightOf(t, CriticalPath(t));
+  const SvgGeometry g = LayoutSvg(t, o);
+  ASSERT_TRUE(g.window.Compressed());
+  Image img;
+  Render("interleaved_p16_v2_m128.svg", SvgDocument(t, o), g.width, g.height, &img);
+  if (HasFatalFailure()) return;
+  const int cut_a = static_cast<int>(g.X(g.window.HiddenBegin())), cut_b = cut_a + static_cast<int>(kCutPx);
+  double worst_black = 0, worst_drawn = 1;
+  for (int r = 0; r < t.pp_size; ++r) {
+    const int y = static_cast<int>(g.LaneTop(r) + g.lane_height / 2);
+    int black = 0, drawn = 0, n = 0;
+    for (int x = static_cast<int>(g.x0) + 1; x < static_cast<int>(g.plot_end_x) - 1; ++x) {
+      if (x >= cut_a - 1 && x <= cut_b + 1) continue;
+      const uint8_t* px = img.At(x, y);
+      ++n;
+      if (px[0] < 60 && px[1] < 60 && px[2] < 60) ++black;
+      if (!(px[0] > 250 && px[1] > 250 && px[2] > 250)) ++drawn;  // a block or the idle hatch, not the page
+    }
+    worst_black = std::max(worst_black, double(black) / n);
+    worst_drawn = std::min(worst_drawn, double(drawn) / n);
+    EXPECT_LT(double(black) / n, 0.02) << "rank " << r << ": the lane is covered in black";
+    EXPECT_GT(double(drawn) / n, 0.97) << "rank " << r << ": parts of the lane are not drawn";
+  }
+  std::printf("P=16 m=128: worst lane black share %.4f, worst drawn share %.4f\n", worst_black, worst_drawn);
+  // The cut is white over every lane (apart from its zigzag edges and label).
+  int white = 0, n = 0;
+  for (int r = 0; r < t.pp_size; ++r)
+    for (int x = cut_a + 8; x < cut_b - 8; ++x) {
+      const uint8_t* px = img.At(x, static_cast<int>(g.LaneTop(r) + 3));
+      ++n;
+      white += px[0] > 240 && px[1] > 240 && px[2] > 240;
+    }
+  EXPECT_GT(double(white) / n, 0.9) << "the compressed middle is not marked by a blank band";
+  // The critical path: red under the lanes, not over them.
+  int red[3], red_px = 0;
+  ParseHex("#d62728", red);
+  for (int r = 0; r < t.pp_size; ++r)
+    for (int x = static_cast<int>(g.x0); x < static_cast<int>(g.plot_end_x); ++x)
+      red_px += Near(img.At(x, static_cast<int>(g.LaneTop(r) + g.lane_height + 2)), red, 10);
+  EXPECT_GT(red_px, 100);
+}
+
+TEST_F(Browser, ZbVPlanPageShowsEmbeddingAndHeadOnRankZero) {
+  const std::string plan_path = dir_ + "/zbv.json";
+  const std::string cmd = std::string(PW_CLI_PATH) +
+                          " plan --model-config llama-2-7b --device H100-80GB --pp 4 --num-microbatches 8 "
+                          "--micro-batch-size 1 --seq-length 4096 --schedule zb-v -o '" + plan_path + "' > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  StatusOr<Plan> plan = ReadPlanFile(plan_path);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  StatusOr<Timeline> t = TimelineOfPlan(*plan, plan_path);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  Image img;
+  Render("zbv_llama2_p4_m8.html", RenderHtmlPage(*t), 1400, 1300, &img);
+  if (HasFatalFailure()) return;
+  int emb[3], head[3], blocks[3], emb_px = 0, head_px = 0, block_px = 0;
+  ParseHex("#e15759", emb);
+  ParseHex("#edc948", head);
+  ParseHex("#76b7b2", blocks);
+  // Rows of the per-rank bars: rows with a long run of the blocks colour (the
+  // legend's swatches are short). Rank 0's bar has an embedding and a head
+  // part; every rank's has blocks.
+  int bar_rows = 0;
+  for (int y = 0; y < img.height; ++y) {
+    int row_blocks = 0, row_emb = 0, row_head = 0;
+    for (int x = 0; x < img.width; ++x) {
+      row_blocks += Near(img.At(x, y), blocks, 6);
+      row_emb += Near(img.At(x, y), emb, 6);
+      row_head += Near(img.At(x, y), head, 6);
+    }
+    if (row_blocks < 100) continue;
+    ++bar_rows;
+    block_px += row_blocks;
+    emb_px += row_emb;
+    head_px += row_head;
+  }
+  EXPECT_GE(bar_rows, 4 * 10);  // four bars, 12 px high
+  EXPECT_GT(emb_px, 10 * 10);   // 2.2 of 31.5 GiB on a 260 px bar: ~18 px wide
+  EXPECT_GT(head_px, 10 * 10);
+  EXPECT_GT(block_px, 4 * 10 * 200);
 }
 
 }  // namespace
