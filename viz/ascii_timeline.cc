@@ -151,10 +151,10 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
     scale = plot / shown;
     const int full_width = kLabelWidth + 1 + static_cast<int>(std::ceil(t.makespan_s / min_dur - 1e-9));
     out += Fmt("time COMPRESSED to fit %d columns: 1 column = %s, longer than the shortest action (%s); an action "
-               "shorter than half a column shares one (*); --width %d%s or more gives every action its own "
+               "shorter than half a column shares one (*); %s--width %d or more gives every action its own "
                "columns\n",
-               width, FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(), full_width,
-               win.Compressed() ? " --window all" : "");
+               width, FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(),
+               win.Compressed() ? "--window all " : "", full_width);
   }
   // Columns of each shown span, and where each starts.
   std::vector<int> span_cols, span_col0;

@@ -137,7 +137,8 @@ std::string RenderHtmlPage(const Timeline& t, const SvgOptions& options) {
 
 std::string RenderDiffHtml(const Timeline& measured, const Timeline& simulated, const TimelineDiff& d) {
   SvgOptions o;
-  o.time_extent_s = std::max(measured.makespan_s, simulated.makespan_s);
+  o.time_extent_s = std::max(measured.makespan_s, simulated.makespan_s);  // one time axis: no window
+  o.header = false;  // each drawing has its <h2>
   std::string s = Head("measured vs simulated: " + measured.title);
   s += "<h1>Measured vs simulated</h1>\n";
   s += "<table>\n<tr><th></th><th>measured</th><th>simulated</th><th>diff</th></tr>\n";

@@ -109,7 +109,7 @@ SvgGeometry LayoutSvg(const Timeline& t, const SvgOptions& o) {
     double unit = double(t.memory_unit_bytes);
     if (t.memory_unit_bytes == 1 && t.memory_unit_name == "B")
       while (want / unit >= 1024) unit *= 1024;
-    const double step = NiceStep(want / unit / 10) * unit;
+    const double step = NiceStep(want / unit / 20) * unit;  // top < 1.125 want
     g.memory_top_bytes = static_cast<int64_t>(std::ceil(want / step - 1e-9) * step);
     g.memory_top_bytes = std::max<int64_t>(g.memory_top_bytes, peak);
   }
