@@ -177,7 +177,8 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
     for (double x = std::max(0.0, std::ceil(lo / step - 1e-9) * step); x <= hi + 1e-12; x += step) {
       int col = kLabelWidth + span_col0[k] + static_cast<int>(std::lround((x - lo) * scale));
       std::string label = TickLabel(x, step);
-      if (col + static_cast<int>(label.size()) > (k + 1 < win.spans.size() ? end_col : static_cast<int>(axis.size())))
+      if (col + static_cast<int>(label.size()) >
+          (k + 1 < win.spans.size() ? end_col - 1 : static_cast<int>(axis.size())))  // a space before the cut
         break;
       if (k > 0 && col < kLabelWidth + span_col0[k] + 1) continue;
       axis.replace(col, label.size(), label);
