@@ -1,50 +1,131 @@
 #include "executor/tokenizer.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 
-#include <sentencepiece_processor.h>
 
 #include "executor/data.h"
 
 namespace pw::exec {
 
-Tokenizer::Tokenizer() : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
-Tokenizer::~Tokenizer() = default;
+namespace {
+
+// The functions of libpw_spm.so (spm_shim.cc).
+struct SpmModule {
+  void* (*load)(const char*, char*, int) = nullptr;
+  void (*free_model)(void*) = nullptr;
+  int (*vocab_size)(void*) = nullptr;
+  int (*encode)(void*, const char*, size_t, int**, size_t*) = nullptr;
+  int (*decode)(void*, const int*, size_t, char**, size_t*) = nullptr;
+  void (*release)(void*) = nullptr;
+};
+
+std::string ExeDir() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return ".";
+  self[n] = '\0';
+  std::string s(self);
+  return s.substr(0, s.rfind('/'));
+}
+
+// Loads the module once per process (never unloaded). Its own protobuf must
+// stay private when LibTorch's libprotobuf is already loaded: RTLD_DEEPBIND
+// then (only then: sanitizers refuse it, and without a second protobuf it
+// is not needed).
+StatusOr<const SpmModule*> Module() {
+  static StatusOr<const SpmModule*> loaded = []() -> StatusOr<const SpmModule*> {
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("PW_SPM_MODULE"); env && *env) candidates.push_back(env);
+    const std::string exe = ExeDir();
+    candidates.push_back(exe + "/libpw_spm.so");
+#ifdef PW_SPM_MODULE_BUILD_PATH
+    candidates.push_back(PW_SPM_MODULE_BUILD_PATH);
+#endif
+    candidates.push_back(exe + "/../lib/pipewright/libpw_spm.so");
+    int flags = RTLD_NOW | RTLD_LOCAL;
+    if (::dlopen("libprotobuf.so.32", RTLD_NOW | RTLD_NOLOAD) != nullptr ||
+        ::dlopen("libprotobuf.so", RTLD_NOW | RTLD_NOLOAD) != nullptr)
+      flags |= RTLD_DEEPBIND;
+    std::string tried;
+    for (const std::string& path : candidates) {
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) {
+        tried += " " + path;
+        continue;
+      }
+      void* h = ::dlopen(path.c_str(), flags);
+      if (h == nullptr) return Status::Internal(std::string("cannot load the SentencePiece module ") + path + ": " +
+                                                ::dlerror());
+      auto* m = new SpmModule();
+      m->load = reinterpret_cast<decltype(m->load)>(::dlsym(h, "pw_spm_load"));
+      m->free_model = reinterpret_cast<decltype(m->free_model)>(::dlsym(h, "pw_spm_free"));
+      m->vocab_size = reinterpret_cast<decltype(m->vocab_size)>(::dlsym(h, "pw_spm_vocab_size"));
+      m->encode = reinterpret_cast<decltype(m->encode)>(::dlsym(h, "pw_spm_encode"));
+      m->decode = reinterpret_cast<decltype(m->decode)>(::dlsym(h, "pw_spm_decode"));
+      m->release = reinterpret_cast<decltype(m->release)>(::dlsym(h, "pw_spm_release"));
+      if (!m->load || !m->free_model || !m->vocab_size || !m->encode || !m->decode || !m->release)
+        return Status::Internal("the SentencePiece module " + path + " lacks a pw_spm_* function");
+      return static_cast<const SpmModule*>(m);
+    }
+    return Status::Internal("the SentencePiece module libpw_spm.so was not found (tried" + tried +
+                            "); build it with the executor, or set PW_SPM_MODULE to its path");
+  }();
+  return loaded;
+}
+
+}  // namespace
+
+Tokenizer::~Tokenizer() {
+  if (model_ != nullptr) (*Module())->free_model(model_);
+}
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     return Status::NotFound("--tokenizer " + path + ": no such file (a SentencePiece .model, e.g. from spm_train)");
+  PW_ASSIGN_OR_RETURN(const SpmModule* m, Module());
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   t->path_ = path;
-  const auto st = t->sp_->Load(path);
-  if (!st.ok())
-    return Status::InvalidArgument("--tokenizer " + path + ": not a SentencePiece model: " + st.ToString());
+  char err[512] = {0};
+  t->model_ = m->load(path.c_str(), err, sizeof err);
+  if (t->model_ == nullptr)
+    return Status::InvalidArgument("--tokenizer " + path + ": not a SentencePiece model: " + err);
+  t->vocab_size_ = m->vocab_size(t->model_);
   return t;
 }
 
-int64_t Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
+int64_t Tokenizer::vocab_size() const { return vocab_size_; }
 
 std::vector<int> Tokenizer::Encode(const std::string& text) const {
-  std::vector<int> ids;
-  sp_->Encode(text, &ids).IgnoreError();  // fails only without a loaded model
-  return ids;
+  const SpmModule* m = *Module();
+  int* ids = nullptr;
+  size_t n = 0;
+  std::vector<int> out;
+  if (m->encode(model_, text.data(), text.size(), &ids, &n) == 0) out.assign(ids, ids + n);
+  m->release(ids);
+  return out;
 }
 
 std::string Tokenizer::Decode(const std::vector<int>& ids) const {
   std::vector<int> in_range;
   in_range.reserve(ids.size());
   for (int id : ids)
-    if (id >= 0 && id < vocab_size()) in_range.push_back(id);
-  std::string text;
-  sp_->Decode(in_range, &text).IgnoreError();
-  return text;
+    if (id >= 0 && id < vocab_size_) in_range.push_back(id);
+  const SpmModule* m = *Module();
+  char* text = nullptr;
+  size_t n = 0;
+  std::string out;
+  if (m->decode(model_, in_range.data(), in_range.size(), &text, &n) == 0) out.assign(text, n);
+  m->release(text);
+  return out;
 }
 
 namespace {

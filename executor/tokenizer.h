@@ -1,5 +1,9 @@
 // SentencePiece tokenizer (Debian's libsentencepiece, C++ API) for text data
-// and generation. Torch-free.
+// and generation. Torch-free. The library is reached through the module
+// libpw_spm.so (spm_shim.cc), loaded with dlopen on first use: linked
+// directly, its bundled protobuf clashes with LibTorch's (spm_shim.cc says
+// how). The module is looked up at $PW_SPM_MODULE, beside the running
+// executable, in the build tree, then in <prefix>/lib/pipewright/.
 #pragma once
 
 #include <cstdint>
@@ -9,17 +13,13 @@
 
 #include "base/status.h"
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
-
 namespace pw::exec {
 
 class Tokenizer {
  public:
   // Loads a SentencePiece .model file (what `spm_train` writes). Errors:
   // NotFound / InvalidArgument naming "--tokenizer PATH" and the library's
-  // reason.
+  // reason; Internal if libpw_spm.so cannot be loaded.
   static StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& path);
   ~Tokenizer();
 
@@ -33,8 +33,9 @@ class Tokenizer {
   const std::string& path() const { return path_; }
 
  private:
-  Tokenizer();
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  Tokenizer() = default;
+  void* model_ = nullptr;  // the module's handle of the loaded model
+  int64_t vocab_size_ = 0;
   std::string path_;
 };
 
