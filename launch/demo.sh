@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine (CPU, MPI): train a SentencePiece
-# tokenizer (spm_train, 2048 pieces) on English text nobody here wrote (the
+# tokenizer (spm_train, 1024 pieces) on English text nobody here wrote (the
 # Debian package `fortunes`), write a plan for a small Llama-style model (8
 # blocks, width 128, 4 heads with 2 key/value heads, SwiGLU, RoPE, RMSNorm,
 # sequence 64 tokens) on P ranks, one per core (P = the cores, at most 4;
-# PW_DEMO_PP overrides), train it 120 steps with `mpirun -np P pipewright run
+# PW_DEMO_PP overrides), train it 600 steps with `mpirun -np P pipewright run
 # --tokenizer`, print the loss falling with the measured step and bubble beside
 # the plan's, then a sample of generated text (words: the tokens are pieces).
 #
 # Usage: launch/demo.sh [build-dir]      (default: ./build)
 # Environment: PW_DEMO_SCHEDULE (default auto: the planner picks by simulated
-#              step time), PW_DEMO_STEPS (default 120), PW_DEMO_MICRO_BATCH
+#              step time), PW_DEMO_STEPS (default 600), PW_DEMO_MICRO_BATCH
 #              (rows per microbatch, default 2), PW_DEMO_DIR (work directory;
 #              default a fresh temp dir), PW_DEMO_PP (ranks; more ranks than
 #              cores share cores, which the plan does not model),
-#              PW_DEMO_VOCAB (tokenizer pieces = model vocab_size, default 2048).
+#              PW_DEMO_VOCAB (tokenizer pieces = model vocab_size, default 1024),
+#              PW_DEMO_LR (peak learning rate, default 6e-3).
 # Time on 2 cores with OpenBLAS (launch/setup.sh installs libopenblas0-pthread;
-# Debian's reference BLAS is ~5x slower): ~10-30 s for spm_train, ~1 s to
-# tokenize on each rank, then ~0.1 s per step.
+# Debian's reference BLAS is ~5x slower): ~10 s for spm_train, ~1 s to
+# tokenize on each rank, then ~0.13 s per step (600 steps: ~1.5 min).
 set -euo pipefail
 
 build=${1:-build}
 schedule=${PW_DEMO_SCHEDULE:-auto}
-steps=${PW_DEMO_STEPS:-120}
+steps=${PW_DEMO_STEPS:-600}
 micro_batch=${PW_DEMO_MICRO_BATCH:-2}
-vocab=${PW_DEMO_VOCAB:-2048}
+vocab=${PW_DEMO_VOCAB:-1024}
 pipewright=$build/launch/pipewright
 # `pipewright run` and `generate` start pipewright-exec from the same directory.
 for exe in "$pipewright" "$build/launch/pipewright-exec"; do
@@ -74,7 +75,7 @@ mpi=(mpirun -np "$pp" -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1)
 (( pp > cores )) && mpi+=(--oversubscribe)
 [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
 "${mpi[@]}" "$pipewright" run --plan "$work/plan.json" --data "$work/fortunes.txt" --tokenizer "$work/spm.model" \
-  --steps "$steps" --lr 3e-3 --seed 1 --save "$work/stages" \
-  --sample 80 --prompt "The " --temperature 0.7
+  --steps "$steps" --lr "${PW_DEMO_LR:-6e-3}" --seed 1 --save "$work/stages" \
+  --sample 60 --prompt "The " --temperature 0.6
 echo "plan, model, tokenizer and stages are in $work; more text: $pipewright generate --plan $work/plan.json" \
   "--checkpoint $work/stages --tokenizer $work/spm.model --prompt 'The '"
