@@ -33,7 +33,8 @@ struct CheckedPlan {
 //    (models::GptFromModel: gpt2 or llama family, untied, no dropout) and the stages' layer ranges cover exactly its
 //    N+2 layers;
 //  - the `training` section: recompute none, dtype fp32 or fp64,
-//    seq_length <= n_positions, vocab_size >= 256 (byte tokens).
+//    seq_length <= n_positions (vocab_size is checked against the data by
+//    TextDataset::Open and against the tokenizer by SampleText).
 // Errors: InvalidArgument naming the field or the problem.
 // `one_fifo_per_pair`: the communicator matches messages between two ranks
 // in posting order without a tag and blocks (NCCL): also rule 6b

@@ -20,6 +20,7 @@
 #include "executor/host_memory.h"
 #include "executor/torch_backend.h"
 #include "models/torch/gpt.h"
+#include "models/spec/model_config.h"
 #include "models/torch/gpt_config.h"
 
 namespace pw::exec {
@@ -306,10 +307,25 @@ Status PoolAcrossRanks(Communicator& comm, ShapeSamples* acc) {
   return Status::Ok();
 }
 
+// The layers to measure: GPT-2 configs through the executor's GPT reader;
+// llama-family ones (llama, mistral, qwen2) through the planner's reader and
+// GptFromModel, as `run` builds them from a plan (byte vocabulary when the
+// config has none).
+StatusOr<models::GptConfig> ProfiledModel(const nlohmann::json& model) {
+  const auto type = model.find("model_type");
+  if (model.is_object() && type != model.end() && type->is_string() && *type != "gpt2") {
+    nlohmann::json m = model;
+    if (!m.contains("vocab_size") || m["vocab_size"].is_null()) m["vocab_size"] = 256;
+    PW_ASSIGN_OR_RETURN(ModelConfig spec, ParseModelConfig(m, "--model-config"));
+    return models::GptFromModel(spec, "--model-config");
+  }
+  return models::ParseGptConfig(model, "--model-config");
+}
+
 }  // namespace
 
 StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FILE* log) {
-  PW_ASSIGN_OR_RETURN(models::GptConfig config, models::ParseGptConfig(o.model, "--model-config"));
+  PW_ASSIGN_OR_RETURN(models::GptConfig config, ProfiledModel(o.model));
   if (o.micro_batch_sizes.empty() || o.seq_lengths.empty())
     return Status::InvalidArgument("--micro-batch-sizes and --seq-lengths must not be empty");
   for (int b : o.micro_batch_sizes)

@@ -6,6 +6,7 @@
 
 #include "executor/torch_util.h"
 #include "executor/preflight.h"
+#include "executor/tokenizer.h"
 #include "models/torch/gpt.h"
 
 namespace pw::exec {
@@ -16,6 +17,18 @@ StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const
   PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, plan.pp_size));
   if (options.temperature <= 0) return Status::InvalidArgument("--temperature must be > 0");
   const models::GptConfig& cfg = checked.model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (!options.tokenizer.empty()) {
+    PW_ASSIGN_OR_RETURN(tokenizer, Tokenizer::Load(options.tokenizer));
+    if (tokenizer->vocab_size() != cfg.vocab_size)
+      return Status::InvalidArgument("--tokenizer " + options.tokenizer + " has a vocabulary of " +
+                                     std::to_string(tokenizer->vocab_size()) +
+                                     " pieces but the plan's model.vocab_size is " + std::to_string(cfg.vocab_size) +
+                                     "; they must be equal");
+  } else if (cfg.vocab_size < 256) {
+    return Status::InvalidArgument("plan field 'model.vocab_size' is " + std::to_string(cfg.vocab_size) +
+                                   ": without --tokenizer the tokens are bytes, so it needs vocab_size >= 256");
+  }
   std::vector<models::GptStage> stages;
   try {
     for (const PlanStage& s : plan.stages) {
@@ -38,8 +51,12 @@ StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const
     return Status::ComputeError(std::string("loading checkpoint from ") + dir + ": " + e.what_without_backtrace());
   }
   std::vector<int64_t> tokens;
-  for (unsigned char ch : options.prompt) tokens.push_back(ch);
-  if (tokens.empty()) tokens.push_back('\n');
+  if (tokenizer) {
+    for (int id : tokenizer->Encode(options.prompt)) tokens.push_back(id);
+  } else {
+    for (unsigned char ch : options.prompt) tokens.push_back(ch);
+  }
+  if (tokens.empty()) tokens.push_back(tokenizer ? 0 : '\n');
   std::mt19937_64 rng(options.seed);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   torch::NoGradGuard no_grad;
@@ -63,10 +80,17 @@ StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const
         }
       }
       tokens.push_back(next);
-      out.push_back(static_cast<char>(next));
+      if (!tokenizer) out.push_back(static_cast<char>(next));
     }
   } catch (const c10::Error& e) {
     return Status::ComputeError(std::string("sampling from ") + dir + ": " + e.what_without_backtrace());
+  }
+  if (tokenizer) {
+    // Prompt and generated ids decoded together: a piece carries its own
+    // word boundary, so decoding the generated part alone could glue or
+    // split the first word (the prompt comes back normalised, e.g. without
+    // a trailing space).
+    out = tokenizer->Decode(std::vector<int>(tokens.begin(), tokens.end()));
   }
   return out;
 }

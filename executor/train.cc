@@ -79,6 +79,15 @@ constexpr char kNonFiniteLoss[] = "non-finite loss";
 
 }  // namespace
 
+static DataSpec DataSpecOf(const RunOptions& o) {
+  DataSpec d;
+  d.path = o.data_path;
+  d.token_dtype = o.token_dtype;
+  d.tokenizer = o.tokenizer;
+  d.order = o.data_order;
+  return d;
+}
+
 Status ValidateRunOptions(const RunOptions& o) {
   auto bad = [](const std::string& flag, const std::string& value, const std::string& rule) {
     return Status::InvalidArgument(flag + " " + value + ": " + rule);
@@ -86,7 +95,9 @@ Status ValidateRunOptions(const RunOptions& o) {
   if (o.steps < 1) return bad("--steps", std::to_string(o.steps), "must be >= 1");
   if (!o.init_from.empty() && !o.resume.empty())
     return bad("--init-from", o.init_from, "cannot be combined with --resume (a checkpoint holds its own weights)");
-  if (!std::isfinite(o.lr) || o.lr <= 0) return bad("--lr", Num(o.lr), "the learning rate must be finite and > 0");
+  // --lr 0 is allowed: the loss of given weights (--init-from) on given data, unchanged by the steps.
+  if (!std::isfinite(o.lr) || o.lr < 0) return bad("--lr", Num(o.lr), "the learning rate must be finite and >= 0");
+  PW_RETURN_IF_ERROR(ValidateDataSpec(DataSpecOf(o)));
   if (!std::isfinite(o.beta2) || o.beta2 < 0 || o.beta2 >= 1)
     return bad("--adam-beta2", Num(o.beta2), "must be in [0, 1)");
   if (!std::isfinite(o.weight_decay) || o.weight_decay < 0)
@@ -355,11 +366,12 @@ Status SaveAndSample(RunContext& run, Status* sampled) {
     so.tokens = options.sample_tokens;
     so.temperature = options.temperature;
     so.seed = options.seed;
+    so.tokenizer = options.tokenizer;
     StatusOr<std::string> text = SampleText(run.plan, dir, so);
     if (text.ok()) {
       run.summary.sample = *text;
-      std::fprintf(run.out, "--- sample (%d bytes, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
-                   options.temperature, run.summary.sample.c_str());
+      std::fprintf(run.out, "--- sample (%d %s, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
+                   options.tokenizer.empty() ? "bytes" : "tokens", options.temperature, run.summary.sample.c_str());
     } else {
       *sampled = text.status().WithContext("sampling on rank 0 from " + dir +
                                           " (every rank saves its stages there: on several hosts, pass --save "
@@ -379,7 +391,8 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   // all ranks refuse together instead of some waiting for the others.
   StatusOr<Plan> plan = ReadPlanFile(options.plan_path);
   StatusOr<TrainingShape> shape = plan.ok() ? ReadTrainingShape(*plan) : StatusOr<TrainingShape>(plan.status());
-  StatusOr<TextDataset> data = shape.ok() ? TextDataset::Open(options.data_path, shape->seq_length, options.seed)
+  StatusOr<TextDataset> data = shape.ok() ? TextDataset::Open(DataSpecOf(options), shape->seq_length, options.seed,
+                                                                plan->model ? plan->model->vocab : 256)
                                           : StatusOr<TextDataset>(shape.status());
   if (!data.ok()) {
     Status agreed = AgreeOnPlan(StatusOr<Plan>(data.status()), comm);
@@ -406,9 +419,11 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   }
   if (run.printer)
     std::fprintf(out,
-                 "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes of text, %d steps\n",
+                 "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes of %s (%s order), %d "
+                 "steps\n",
                  plan->schedule.c_str(), plan->pp_size, plan->num_stages, plan->num_microbatches, shape->batch_rows,
-                 shape->seq_length, static_cast<long long>(data->num_bytes()), options.steps);
+                 shape->seq_length, static_cast<long long>(data->num_bytes()), data->description().c_str(),
+                 data->sequential() ? "sequential" : "random", options.steps);
   PW_RETURN_IF_ERROR(TrainSteps(run));
   Status sampled;
   PW_RETURN_IF_ERROR(SaveAndSample(run, &sampled));

@@ -17,7 +17,10 @@ class WaitBoard;
 
 struct RunOptions {
   std::string plan_path;        // --plan: plan JSON (docs/PLAN_FORMAT.md) with extra model/training fields
-  std::string data_path;        // --data: any text file; bytes are tokens
+  std::string data_path;        // --data: text (bytes, or --tokenizer) or token file (executor/data.h, docs/DATA.md)
+  std::string token_dtype;      // --token-dtype: "" | uint16 | uint32 (flat token file without a header)
+  std::string tokenizer;        // --tokenizer: SentencePiece .model for text data and --sample ("" = bytes)
+  std::string data_order = "random";  // --data-order: random | sequential
   int steps = 50;               // --steps: optimizer steps
   uint64_t seed = 1234;         // --seed: data order and initial weights
   double lr = 3e-3;             // --lr: peak AdamW learning rate

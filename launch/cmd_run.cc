@@ -107,10 +107,21 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("run", kRunDescription);
   cmd->add_option("--plan", options->plan_path, "plan file (docs/PLAN_FORMAT.md) with model and training fields")
       ->required();
-  cmd->add_option("--data", options->data_path, "training text file (bytes are tokens)")->required();
+  cmd->add_option("--data", options->data_path,
+                  "training data: a text file (bytes are tokens, or --tokenizer), a flat uint16/uint32 token file "
+                  "(--token-dtype) or an llm.c token file (header); memory-mapped (docs/DATA.md)")
+      ->required();
+  cmd->add_option("--tokenizer", options->tokenizer,
+                  "SentencePiece .model: tokenizes text --data and --sample; its vocabulary = model.vocab_size");
+  cmd->add_option("--token-dtype", options->token_dtype,
+                  "--data is a flat little-endian token array of this type: uint16 or uint32 (an llm.c header "
+                  "says it itself)");
+  cmd->add_option("--data-order", options->data_order,
+                  "random (seeded permutation of the windows per epoch) or sequential (file order, docs/DATA.md)")
+      ->capture_default_str();
   cmd->add_option("--steps", options->steps, "optimizer steps")->capture_default_str();
   cmd->add_option("--seed", options->seed, "seed of data order and initial weights")->capture_default_str();
-  cmd->add_option("--lr", options->lr, "AdamW learning rate (> 0)")->capture_default_str();
+  cmd->add_option("--lr", options->lr, "AdamW learning rate (>= 0; 0 keeps the weights: loss checks)")->capture_default_str();
   cmd->add_option("--warmup-steps", options->warmup_steps, "linear warm-up steps, then cosine decay to lr/10 (0 = no warm-up)")
       ->capture_default_str();
   cmd->add_option("--adam-beta2", options->beta2, "AdamW beta2, in [0, 1)")->capture_default_str();
@@ -118,7 +129,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--dtype", *dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--log-every", options->log_every, "print every k-th step (>= 1)")->capture_default_str();
   cmd->add_option("--save", options->save_dir, "directory to write stage_<s>.pt checkpoints into");
-  cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled bytes (0 = none)");
+  cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled tokens (0 = none)");
   cmd->add_option("--prompt", options->sample_prompt, "prompt of --sample");
   cmd->add_option("--temperature", options->temperature, "sampling temperature (> 0)")->capture_default_str();
   cmd->add_option("--checkpoint-dir", options->checkpoint_dir, "root of step_<n>/ checkpoints (rank files + manifest)");

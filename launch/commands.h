@@ -40,11 +40,14 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx);       // cmd_run.cc
 void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx);  // cmd_generate.cc (pipewright-exec)
 void RegisterProfileCommand(CLI::App& app, CommandContext& ctx);   // cmd_profile.cc (pipewright-exec)
 void RegisterExportCommand(CLI::App& app, CommandContext& ctx);    // cmd_export.cc (pipewright-exec)
+void RegisterTokenizeCommand(CLI::App& app, CommandContext& ctx);  // cmd_tokenize.cc (pipewright-exec)
 
 // One-line descriptions of the executor commands: `pipewright --help` lists
 // them (without linking their code) and pipewright-exec registers them.
 inline constexpr char kRunDescription[] = "train by replaying a plan (launch with mpirun -np <pp_size>)";
 inline constexpr char kGenerateDescription[] = "sample text from a model trained by `pipewright run --save`";
+inline constexpr char kTokenizeDescription[] =
+    "tokenize a text file with a SentencePiece model into an llm.c token file for `run --data`";
 inline constexpr char kExportDescription[] =
     "write a model trained by `pipewright run --save` as a Hugging Face directory (config.json + safetensors)";
 inline constexpr char kProfileDescription[] =

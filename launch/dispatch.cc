@@ -27,7 +27,7 @@ std::string DirName(const std::string& path) {
 }  // namespace
 
 bool IsExecutorCommand(const std::string& name) {
-  return name == "run" || name == "generate" || name == "profile" || name == "export";
+  return name == "run" || name == "generate" || name == "profile" || name == "export" || name == "tokenize";
 }
 
 std::string ExecutorBinaryPath(const char* argv0) {
@@ -68,7 +68,7 @@ int ExecExecutor(const std::string& command, char** argv) {
 void RegisterExecutorDispatch(CLI::App& app, CommandContext& ctx, char** argv) {
   const std::pair<const char*, const char*> commands[] = {
       {"run", kRunDescription}, {"generate", kGenerateDescription}, {"profile", kProfileDescription},
-      {"export", kExportDescription}};
+      {"export", kExportDescription}, {"tokenize", kTokenizeDescription}};
   for (const auto& [name, description] : commands) {
     CLI::App* sub = app.add_subcommand(name, description);
     sub->prefix_command();  // every argument after the name belongs to pipewright-exec

@@ -12,5 +12,6 @@ int main(int argc, char** argv) {
   pw::cli::RegisterGenerateCommand(app, ctx);
   pw::cli::RegisterProfileCommand(app, ctx);
   pw::cli::RegisterExportCommand(app, ctx);
+  pw::cli::RegisterTokenizeCommand(app, ctx);
   return pw::cli::ParseAndRun(app, ctx, argc, argv);
 }
