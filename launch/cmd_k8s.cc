@@ -57,7 +57,14 @@ void RegisterK8sCommand(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--queue", opts->job.queue, "Volcano queue (runPolicy.schedulingPolicy.queue)");
   sub->add_option("--namespace", opts->job.name_space, "metadata.namespace of both objects (default: none written)");
   sub->add_option("--name", opts->job.job_name,
-                  "MPIJob name (default: pipewright-<first 8 hex digits of the plan hash>); the ConfigMap is <name>-plan");
+                  "MPIJob name (default: pipewright-<first 8 hex digits of the plan hash>); "
+                  "the ConfigMap is <name>-plan");
+  sub->add_option("--pvc", opts->job.claims,
+                  "CLAIM:/mount/path: a PersistentVolumeClaim mounted in every Worker pod (data, checkpoints); "
+                  "repeatable")
+      ->expected(1)
+      ->allow_extra_args(false)  // one value per --pvc; a following -- still starts the run arguments
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--binary", opts->job.binary, "the pipewright executable inside the image")->capture_default_str();
   sub->add_option("-o,--output", opts->output, "write to FILE (atomically) instead of stdout");
   sub->add_option("run_args", opts->job.run_args,

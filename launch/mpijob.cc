@@ -148,6 +148,14 @@ void ReplicaSpec(YAML::Emitter& e, const char* type, int replicas, const MpiJobO
     e << YAML::Key << "emptyDir" << YAML::Value << YAML::BeginMap;
     KeyStr(e, "medium", "Memory");
     e << YAML::EndMap << YAML::EndMap;
+    // --pvc claims (launch/mpijob.h), mounted in the same order.
+    for (size_t i = 0; i < o.claims.size(); ++i) {
+      e << YAML::BeginMap;
+      KeyStr(e, "name", "data-" + std::to_string(i));
+      e << YAML::Key << "persistentVolumeClaim" << YAML::Value << YAML::BeginMap;
+      KeyStr(e, "claimName", o.claims[i].substr(0, o.claims[i].find(':')));
+      e << YAML::EndMap << YAML::EndMap;
+    }
   }
   e << YAML::EndSeq;
   e << YAML::EndMap;  // spec
@@ -257,6 +265,12 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
     KeyStr(e, "name", "dshm");
     KeyStr(e, "mountPath", "/dev/shm");
     e << YAML::EndMap;
+    for (size_t i = 0; i < o.claims.size(); ++i) {
+      e << YAML::BeginMap;
+      KeyStr(e, "name", "data-" + std::to_string(i));
+      KeyStr(e, "mountPath", o.claims[i].substr(o.claims[i].find(':') + 1));
+      e << YAML::EndMap;
+    }
     e << YAML::EndSeq;
   });
   e << YAML::EndMap;  // mpiReplicaSpecs
@@ -295,6 +309,20 @@ StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::strin
     return Status::InvalidArgument("--namespace '" + o.name_space +
                                    "': not a DNS-1123 label (1-63 of a-z, 0-9, '-', alphanumeric at both ends)");
   if (o.binary.empty()) return Status::InvalidArgument("--binary: must name the pipewright executable");
+  std::vector<std::string> mounts = {kPlanMountDir, "/dev/shm"};
+  for (const std::string& c : o.claims) {
+    const size_t colon = c.find(':');
+    const std::string claim = c.substr(0, colon);
+    const std::string path = colon == std::string::npos ? "" : c.substr(colon + 1);
+    if (colon == std::string::npos || !IsDns1123Subdomain(claim) || path.size() < 2 || path[0] != '/' ||
+        path.back() == '/' || path.find(':') != std::string::npos)
+      return Status::InvalidArgument("--pvc '" + c +
+                                     "': expected CLAIM:/mount/path (a PersistentVolumeClaim name, an absolute path)");
+    for (const std::string& m : mounts)
+      if (path == m || path.rfind(m + "/", 0) == 0 || m.rfind(path + "/", 0) == 0)
+        return Status::InvalidArgument("--pvc '" + c + "': " + path + " overlaps the mount at " + m);
+    mounts.push_back(path);
+  }
   if (HasFlag(o.run_args, "--plan"))
     return Status::InvalidArgument(std::string("run arguments: --plan is set by pipewright k8s (the plan is mounted "
                                                "at ") + kPlanMountDir + "/" + kPlanFileName + " from a ConfigMap)");

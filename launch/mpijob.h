@@ -38,6 +38,9 @@ struct MpiJobOptions {
   std::string job_name;            // metadata.name; empty: "pipewright-" + the first 8 hex digits of the plan hash
   std::string binary = "pipewright";  // the pipewright executable in the image (a name on PATH or a path)
   std::vector<std::string> run_args;  // appended to `pipewright run --plan ...` (must include --data FILE)
+  // PersistentVolumeClaims mounted read-write in every Worker pod, as
+  // "CLAIM:/mount/path" (data, checkpoints); volumes "data-0", "data-1", ...
+  std::vector<std::string> claims;
 };
 
 // The numbers a plan and options give (computed before any YAML).
@@ -59,6 +62,8 @@ struct MpiJobLayout {
 // --queue without --scheduler volcano or not a DNS-1123 name; --namespace
 // or --name not DNS-1123 labels (the last Worker pod name
 // "<name>-worker-<n-1>" must fit 63 characters, as the MPI Operator checks);
+// --pvc not CLAIM:/absolute/path with a DNS-1123 claim name, or a mount path
+// used twice or on /etc/pipewright or /dev/shm;
 // run arguments holding --plan (the mounted plan is used) or missing --data;
 // a plan that does not parse (the plan reader's error, naming `plan_source`)
 // or is larger than a ConfigMap holds (kMaxConfigMapBytes).

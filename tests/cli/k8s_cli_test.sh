@@ -18,7 +18,7 @@ printf '{"n_layer": 4, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size
 "$PW" --help | grep -q ' k8s ' || fail "k8s not listed in pipewright --help"
 
 k8s=("$PW" k8s --plan "$T/plan.json" --image ghcr.io/example/pipewright:2 --gpus-per-node 2 --scheduler volcano
-     --queue research --namespace ml)
+     --queue research --namespace ml --pvc corpus:/data --pvc ckpt:/ckpt)
 "${k8s[@]}" -o "$T/job.yaml" -- --data /data/c.txt --steps 10 --lr 3e-4 > "$T/out.txt" 2>&1 \
   || fail "k8s failed: $(cat "$T/out.txt")"
 "${k8s[@]}" -o "$T/job2.yaml" -- --data /data/c.txt --steps 10 --lr 3e-4 || fail "second run failed"
@@ -48,6 +48,10 @@ for r in (launcher, worker):
 c = worker["template"]["spec"]["containers"][0]
 assert c["resources"] == {"limits": {"nvidia.com/gpu": 2}, "requests": {"nvidia.com/gpu": 2}}, c["resources"]
 assert worker["template"]["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+# Each --pvc: a claim volume and its mount in the worker, in order.
+vols = {v["name"]: v for v in worker["template"]["spec"]["volumes"]}
+mounts = [(m["name"], m["mountPath"]) for m in c["volumeMounts"]][2:]
+assert [(vols[n]["persistentVolumeClaim"]["claimName"], p) for n, p in mounts] == [("corpus", "/data"), ("ckpt", "/ckpt")], mounts
 args = launcher["template"]["spec"]["containers"][0]["args"]
 assert all(type(a) is str for a in args), [a for a in args if type(a) is not str]
 assert args[:2] == ["-np", "4"], args
@@ -73,6 +77,7 @@ refuse "--scheduler 'kube'" --plan "$T/plan.json" --image i --scheduler kube -- 
 refuse "--plan $T/none.json: cannot open" --plan "$T/none.json" --image i -- --data d
 refuse "needs --data FILE" --plan "$T/plan.json" --image i -- --steps 3
 refuse "--queue q" --plan "$T/plan.json" --image i --queue q -- --data d
+refuse "--pvc 'data'" --plan "$T/plan.json" --image i --pvc data -- --data d
 echo keep > "$T/keep.yaml"
 "$PW" k8s --plan "$T/plan.json" --image i --gpus-per-node 3 -o "$T/keep.yaml" -- --data d 2> /dev/null
 [ "$(cat "$T/keep.yaml")" = keep ] || fail "a refused request changed an existing output file"

@@ -43,10 +43,12 @@ Scalar Resolve(const YAML::Node& n) {
   if (n.Tag() == "!") return Scalar::kString;  // quoted: non-specific "!" tag
   const std::string s = n.Scalar();
   static const std::regex null_re("^(~|null|Null|NULL|)$");
-  static const std::regex bool_re("^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$");
+  static const std::regex bool_re(
+      "^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$");
   static const std::regex int_re("^[-+]?(0|[1-9][0-9_]*|0[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+|0o[0-7]+)$");
   static const std::regex float_re(
-      "^([-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN))$");
+      "^([-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
+      "|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN))$");
   if (std::regex_match(s, null_re)) return Scalar::kNull;
   if (std::regex_match(s, bool_re)) return Scalar::kBool;
   if (std::regex_match(s, int_re)) return Scalar::kInt;
@@ -150,8 +152,10 @@ const Object kContainer{"Container",
 const Object kConfigMapSource{"ConfigMapVolumeSource", {Str("name", true), Int("defaultMode", false, 0)}};
 const Object kEmptyDir{"EmptyDirVolumeSource",
                        {Str("medium", false, {"", "Memory"}), Map("sizeLimit", Type::kQuantity)}};
+const Object kClaimSource{"PersistentVolumeClaimVolumeSource", {Str("claimName", true), Bool("readOnly")}};
 const Object kVolume{"Volume",
-                     {Str("name", true), Obj("configMap", &kConfigMapSource), Obj("emptyDir", &kEmptyDir)}};
+                     {Str("name", true), Obj("configMap", &kConfigMapSource), Obj("emptyDir", &kEmptyDir),
+                      Obj("persistentVolumeClaim", &kClaimSource)}};
 const Object kToleration{"Toleration",
                          {Str("key"), Str("operator", false, {"Exists", "Equal"}), Str("value"),
                           Str("effect", false, {"NoSchedule", "PreferNoSchedule", "NoExecute"}),
@@ -180,7 +184,8 @@ const Object kMpiJobSpec{"MPIJobSpec",
                          {Int("slotsPerWorker", true, 1), Obj("runPolicy", &kRunPolicy, true),
                           Map("mpiReplicaSpecs", Type::kObject, &kReplicaSpec, {"Launcher", "Worker"}, true),
                           Str("sshAuthMountPath", true), Str("mpiImplementation", true, {"OpenMPI", "Intel", "MPICH"}),
-                          Bool("runLauncherAsWorker"), Str("launcherCreationPolicy", false, {"AtStartup", "WaitForWorkersReady"})}};
+                          Bool("runLauncherAsWorker"),
+                          Str("launcherCreationPolicy", false, {"AtStartup", "WaitForWorkersReady"})}};
 const Object kMpiJob{"MPIJob",
                      {Str("apiVersion", true, {"kubeflow.org/v2beta1"}), Str("kind", true, {"MPIJob"}),
                       Obj("metadata", &kObjectMeta, true), Obj("spec", &kMpiJobSpec, true)}};
@@ -444,6 +449,7 @@ TEST_F(MpiJobTest, ManifestsMatchTheApiAndThePlan) {
     o.scheduler = c.scheduler;
     o.queue = c.queue;
     o.name_space = "ml-team";
+    if (c.pp == 4) o.claims = {"corpus:/data", "ckpt-store:/ckpt"};
     StatusOr<std::string> yaml = MpiJobYaml(text, "plan.json", o);
     ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
     const std::vector<std::string> errors = SchemaErrors(*yaml);
@@ -491,6 +497,15 @@ TEST_F(MpiJobTest, ManifestsMatchTheApiAndThePlan) {
     const YAML::Node worker = spec["mpiReplicaSpecs"]["Worker"]["template"]["spec"];
     for (const char* kind : {"limits", "requests"})
       EXPECT_EQ(worker["containers"][0]["resources"][kind]["nvidia.com/gpu"].as<int>(), c.g) << kind;
+    // Claims: a volume and a mount each, after the plan and /dev/shm.
+    ASSERT_EQ(worker["volumes"].size(), 2 + o.claims.size());
+    ASSERT_EQ(worker["containers"][0]["volumeMounts"].size(), 2 + o.claims.size());
+    for (size_t i = 0; i < o.claims.size(); ++i) {
+      const YAML::Node v = worker["volumes"][2 + i], m = worker["containers"][0]["volumeMounts"][2 + i];
+      EXPECT_EQ(v["name"].as<std::string>(), m["name"].as<std::string>());
+      EXPECT_EQ(v["persistentVolumeClaim"]["claimName"].as<std::string>() + ":" + m["mountPath"].as<std::string>(),
+                o.claims[i]);
+    }
     EXPECT_EQ(worker["tolerations"][0]["key"].as<std::string>(), "nvidia.com/gpu");
     EXPECT_EQ(worker["tolerations"][0]["operator"].as<std::string>(), "Exists");
     EXPECT_EQ(worker["tolerations"][0]["effect"].as<std::string>(), "NoSchedule");
@@ -577,6 +592,15 @@ TEST_F(MpiJobTest, BadRequestsAreRefused) {
   o = Options(1);
   o.run_args = {"--steps", "3"};
   refused(o, {"--data FILE"});
+  for (const std::string claim : {"nocolon", "Data:/data", "data:rel/path", "data:/", "data:/d/",
+                                   "data:/etc/pipewright", "data:/dev/shm/x", "data:/etc"}) {
+    o = Options(1);
+    o.claims = {claim};
+    refused(o, {"--pvc '" + claim + "'"});
+  }
+  o = Options(1);
+  o.claims = {"a:/data", "b:/data/sub"};
+  refused(o, {"--pvc 'b:/data/sub'", "overlaps the mount at /data"});
   refused(Options(1), {"plan.json"}, "{\"format\": \"pipewright-plan\"}");
   refused(Options(1), {"plan.json", "1048577 bytes", "ConfigMap"}, std::string(kMaxConfigMapBytes + 1, ' '));
 }
