@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "plan/plan.h"
+#include "schedules/validate.h"
 
 namespace pw::k8s {
 
@@ -335,6 +336,15 @@ StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::strin
                                    " bytes, more than a ConfigMap holds (" + std::to_string(kMaxConfigMapBytes) +
                                    " bytes, etcd's object limit)");
   PW_ASSIGN_OR_RETURN(Plan plan, ParsePlan(plan_text, plan_source));
+  // What `pipewright run` would refuse on every rank, refused here before a
+  // cluster allocates GPUs for it: a schedule-only plan, or one that does not
+  // validate (the checks of `pipewright validate`; rendezvous is not required).
+  if (!plan.model || !plan.training)
+    return Status::InvalidArgument(plan_source + ": a schedule-only plan (no model or training section): "
+                                   "`pipewright run` needs a plan from `pipewright plan`");
+  ValidateOptions validate;
+  validate.rendezvous = false;
+  PW_RETURN_IF_ERROR(ValidateProgram(PlanProgram(plan), validate).WithContext(plan_source));
 
   MpiJobLayout l;
   l.pp_size = plan.pp_size;

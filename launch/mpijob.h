@@ -65,8 +65,10 @@ struct MpiJobLayout {
 // --pvc not CLAIM:/absolute/path with a DNS-1123 claim name, or a mount path
 // used twice or on /etc/pipewright or /dev/shm;
 // run arguments holding --plan (the mounted plan is used) or missing --data;
-// a plan that does not parse (the plan reader's error, naming `plan_source`)
-// or is larger than a ConfigMap holds (kMaxConfigMapBytes).
+// a plan that does not parse (the plan reader's error, naming `plan_source`),
+// has no model or training section (schedule-only), fails the validator
+// (schedules/validate.h, as `pipewright validate`), or is larger than a
+// ConfigMap holds (kMaxConfigMapBytes).
 StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::string& plan_source,
                                   const MpiJobOptions& options);
 

@@ -23,6 +23,7 @@
 
 #include "launch/mpijob.h"
 #include "plan/plan.h"
+#include "schedules/validate.h"
 
 #ifndef PW_CLI_PATH
 #error "PW_CLI_PATH (the pipewright binary) must be defined by the build"
@@ -337,9 +338,10 @@ class MpiJobTest : public ::testing::Test {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   }
   // The text of a plan of pp x dp ranks: `pipewright plan --dp` where the
-  // planner has it, else the pp plan with dp_size set in the file (which the
-  // plan reader reads), and the global batch dp x the replica's batch (DP
-  // contract 3) where the reader requires that.
+  // planner has it, else the pp plan edited to dp_size = dp. The edit follows
+  // the data-parallel contract as far as this build's reader and validator
+  // want it: with or without a "<stage>REDUCE_GRAD" after each stage's last
+  // B/W (and the message right after), global batch the replica's or dp x it.
   static std::string PlanText(int pp, int dp) {
     const std::string path = *dir_ + "/plan_" + std::to_string(pp) + "x" + std::to_string(dp) + ".json";
     const std::string base = "plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp "
@@ -348,15 +350,27 @@ class MpiJobTest : public ::testing::Test {
     if (dp == 1 || Cli(base + " --dp " + std::to_string(dp)) != 0) {
       EXPECT_EQ(Cli(base), 0) << "pipewright plan failed: " << base;
       if (dp != 1) {
-        StatusOr<Plan> plan = ReadPlanFile(path);
-        EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-        plan->dp_size = dp;
-        if (!ParsePlan(PlanToJson(*plan)).ok() && plan->training) {
-          const auto& sizes = plan->training->microbatch_sizes;
-          plan->training->global_batch_size = dp * std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+        std::ifstream in(path, std::ios::binary);
+        const nlohmann::json original = nlohmann::json::parse(in);
+        std::string text, errors;
+        for (int variant = 0; variant < 4 && text.empty(); ++variant) {
+          nlohmann::json j = original;
+          j["dp_size"] = dp;
+          if (variant & 1) {
+            int64_t sum = 0;
+            for (const auto& b : j["training"]["microbatch_sizes"]) sum += b.get<int64_t>();
+            j["training"]["global_batch_size"] = dp * sum;
+          }
+          if (variant & 2) AddReduceGrad(j);
+          StatusOr<Plan> plan = ParsePlan(j.dump(2) + "\n", path);
+          Status valid = plan.ok() ? ValidateProgram(PlanProgram(*plan), ValidateOptions{false}) : plan.status();
+          if (valid.ok()) {
+            text = PlanToJson(*plan);
+          } else {
+            errors += "\n  " + valid.ToString();
+          }
         }
-        const std::string text = PlanToJson(*plan);
-        EXPECT_TRUE(ParsePlan(text).ok()) << ParsePlan(text).status().ToString();
+        EXPECT_FALSE(text.empty()) << "no edit of " << path << " gives a valid dp " << dp << " plan:" << errors;
         EXPECT_TRUE(WriteFileAtomic(path, text).ok());
       }
     }
@@ -364,6 +378,29 @@ class MpiJobTest : public ::testing::Test {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+  }
+  // Inserts "<s>REDUCE_GRAD" after stage s's last B or W on its rank, past
+  // the SEND/RECV actions right after it.
+  static void AddReduceGrad(nlohmann::json& plan) {
+    static const std::regex bw("^([0-9]+)[BW][0-9]+$"), comm("^[0-9]+(SEND|RECV)_.*");
+    for (auto& rank : plan["ranks"]) {
+      std::vector<std::string> acts = rank["actions"].get<std::vector<std::string>>();
+      std::map<int, size_t> last;  // stage -> index of its last B/W
+      for (size_t i = 0; i < acts.size(); ++i) {
+        std::smatch m;
+        if (std::regex_match(acts[i], m, bw)) last[std::stoi(m[1])] = i;
+      }
+      // From the last position back, so earlier indices stay valid.
+      std::vector<std::pair<size_t, int>> at;
+      for (const auto& [stage, i] : last) {
+        size_t k = i + 1;
+        while (k < acts.size() && std::regex_match(acts[k], comm)) ++k;
+        at.push_back({k, stage});
+      }
+      std::sort(at.rbegin(), at.rend());
+      for (const auto& [k, stage] : at) acts.insert(acts.begin() + k, std::to_string(stage) + "REDUCE_GRAD");
+      rank["actions"] = acts;
+    }
   }
   static MpiJobOptions Options(int g) {
     MpiJobOptions o;
@@ -602,6 +639,31 @@ TEST_F(MpiJobTest, BadRequestsAreRefused) {
   o.claims = {"a:/data", "b:/data/sub"};
   refused(o, {"--pvc 'b:/data/sub'", "overlaps the mount at /data"});
   refused(Options(1), {"plan.json"}, "{\"format\": \"pipewright-plan\"}");
+  // A plan that does not validate: rank 0's first SEND dropped (its RECV is
+  // left without a sender).
+  {
+    nlohmann::json j = nlohmann::json::parse(PlanText(2, 1));
+    auto& acts = j["ranks"][0]["actions"];
+    for (size_t i = 0; i < acts.size(); ++i)
+      if (acts[i].get<std::string>().find("SEND") != std::string::npos) {
+        acts.erase(acts.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    StatusOr<std::string> yaml = MpiJobYaml(j.dump(2), "broken.json", Options(1));
+    ASSERT_FALSE(yaml.ok());
+    EXPECT_NE(yaml.status().message().find("broken.json"), std::string::npos) << yaml.status().ToString();
+  }
+  // A schedule-only plan (no model, no training): nothing `pipewright run` can train.
+  {
+    const std::string sched = *dir_ + "/schedule_only.json";
+    ASSERT_EQ(Cli("schedule --schedule 1f1b --pp 2 --num-microbatches 4 --format json -o " + sched), 0);
+    std::ifstream in(sched);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    StatusOr<std::string> yaml = MpiJobYaml(ss.str(), "sched.json", Options(1));
+    ASSERT_FALSE(yaml.ok());
+    EXPECT_NE(yaml.status().message().find("schedule-only plan"), std::string::npos) << yaml.status().ToString();
+  }
   refused(Options(1), {"plan.json", "1048577 bytes", "ConfigMap"}, std::string(kMaxConfigMapBytes + 1, ' '));
 }
 
