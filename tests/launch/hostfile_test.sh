@@ -144,7 +144,7 @@ expect_refusal "-np 4 but --hostfile $work/hosts2 has 2 slots" -np 4 --hostfile 
   "$pipewright" run --plan "$work/grid22.json" "${run_args[@]}"
 expect_refusal "--hostfile $work/nohosts: no such file" -np 2 --hostfile "$work/nohosts" -- \
   "$pipewright" run --plan "$work/pp2.json" "${run_args[@]}"
-expect_refusal "the plan has pp_size=2 x dp_size=2 = 4 ranks" -np 2 --hostfile "$work/hosts2" -- \
+expect_refusal "but the plan has pp_size=2 x dp_size=2" -np 2 --hostfile "$work/hosts2" -- \
   "$pipewright" run --plan "$work/grid22.json" "${run_args[@]}"
 expect_refusal "--iface 'lo;x'" -np 2 --iface 'lo;x' -- "$pipewright" run --plan "$work/pp2.json" "${run_args[@]}"
 echo "PASS"
