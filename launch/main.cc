@@ -16,5 +16,6 @@ int main(int argc, char** argv) {
   pw::cli::RegisterExecutorDispatch(app, ctx, argv);  // run, generate, profile
   pw::cli::RegisterShowCommand(app, ctx);
   pw::cli::RegisterReportCommand(app, ctx);
+  pw::cli::RegisterK8sCommand(app, ctx);
   return pw::cli::ParseAndRun(app, ctx, argc, argv);
 }

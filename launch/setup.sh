@@ -21,7 +21,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${build_dir:-$repo/build}"
 
 packages=(build-essential cmake ninja-build ccache pkg-config
-          nlohmann-json3-dev libcli11-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
+          nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
           zlib1g-dev chromium)
 if [[ $planner_only == 0 ]]; then
   # OpenBLAS replaces the reference BLAS that Debian's LibTorch links by default (several times faster GEMMs).

@@ -1,0 +1,87 @@
+// A Kubernetes MPI Operator job for a plan (`pipewright k8s`): an MPIJob
+// (kubeflow.org/v2beta1) plus the ConfigMap holding the plan file, as one
+// multi-document YAML text. Torch-free (yaml-cpp only); docs/LAUNCH.md.
+//
+// Layout (DP contract: world size = pp_size x dp_size, global rank
+// g = pp_rank * dp_size + dp_rank): the launcher pod runs
+//   mpirun -np W --map-by slot ... pipewright run --plan /etc/pipewright/plan.json ...
+// over W / G Worker pods of G slots (and G GPUs) each, so worker pod k holds
+// the consecutive global ranks [k*G, (k+1)*G): with dp_size <= G and dp_size
+// dividing G, each data-parallel group (ranks p*D .. p*D+D-1) is in one pod.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace pw::k8s {
+
+// The plan is mounted read-only at kPlanMountDir/kPlanFileName in every pod.
+inline constexpr char kPlanMountDir[] = "/etc/pipewright";
+inline constexpr char kPlanFileName[] = "plan.json";
+// Kubernetes stores a ConfigMap in etcd, whose objects are limited to 1 MiB
+// (kubernetes.io/docs/concepts/configuration/configmap: "cannot exceed 1 MiB").
+inline constexpr int64_t kMaxConfigMapBytes = int64_t{1} << 20;
+// GPUs per node beyond this are certainly a typo (the largest nodes hold 8-16).
+inline constexpr int kMaxGpusPerNode = 256;
+// Ranks (pp_size x dp_size) in one job: far above any cluster's GPU count.
+inline constexpr int64_t kMaxRanks = int64_t{1} << 20;
+
+struct MpiJobOptions {
+  std::string image;               // container image with pipewright, Open MPI and sshd (required)
+  int gpus_per_node = 1;           // G: slotsPerWorker and nvidia.com/gpu per Worker pod, >= 1
+  std::string scheduler = "default";  // "volcano" (schedulerName: volcano) or "default" (kube-scheduler)
+  std::string queue;               // Volcano queue (schedulingPolicy.queue); only with scheduler volcano
+  std::string name_space;          // metadata.namespace; empty: none written (kubectl's current namespace)
+  std::string job_name;            // metadata.name; empty: "pipewright-" + the first 8 hex digits of the plan hash
+  std::string binary = "pipewright";  // the pipewright executable in the image (a name on PATH or a path)
+  std::vector<std::string> run_args;  // appended to `pipewright run --plan ...` (must include --data FILE)
+  // PersistentVolumeClaims mounted read-write in every Worker pod, as
+  // "CLAIM:/mount/path" (data, checkpoints); volumes "data-0", "data-1", ...
+  std::vector<std::string> claims;
+};
+
+// The numbers a plan and options give (computed before any YAML).
+struct MpiJobLayout {
+  int pp_size = 0;
+  int dp_size = 0;
+  int ranks = 0;          // pp_size * dp_size (mpirun -np)
+  int slots_per_worker = 0;  // G
+  int workers = 0;        // ranks / G
+  int min_available = 0;  // workers + 1 launcher: every pod (gang)
+  std::string job_name;   // resolved (default from the plan hash)
+  std::string plan_hash;  // PlanHash of the plan (16 hex digits)
+};
+
+// Checks `options` against the plan text and returns the layout. Errors
+// (InvalidArgument) name the option and value: --image empty or with spaces;
+// --gpus-per-node outside [1, kMaxGpusPerNode] or not dividing
+// pp_size x dp_size (naming both numbers); --scheduler not volcano|default;
+// --queue without --scheduler volcano or not a DNS-1123 name; --namespace
+// or --name not DNS-1123 labels (the last Worker pod name
+// "<name>-worker-<n-1>" must fit 63 characters, as the MPI Operator checks);
+// --pvc not CLAIM:/absolute/path with a DNS-1123 claim name, or a mount path
+// used twice or on /etc/pipewright or /dev/shm;
+// run arguments holding --plan (the mounted plan is used) or missing --data;
+// a plan that does not parse (the plan reader's error, naming `plan_source`),
+// has no model or training section (schedule-only), fails the validator
+// (schedules/validate.h, as `pipewright validate`), or is larger than a
+// ConfigMap holds (kMaxConfigMapBytes).
+StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::string& plan_source,
+                                  const MpiJobOptions& options);
+
+// The manifest: "---\n" + ConfigMap "<name>-plan" (data plan.json = the
+// plan text byte for byte) + "---\n" + the MPIJob. Deterministic: the same
+// inputs give the same bytes. String scalars that YAML would read as another
+// type ("4", "true", "1e3") are quoted. Same errors as PlanMpiJob.
+StatusOr<std::string> MpiJobYaml(const std::string& plan_text, const std::string& plan_source,
+                                 const MpiJobOptions& options);
+
+// True if `s` is a DNS-1123 label (RFC 1123: 1-63 characters of [a-z0-9-],
+// starting and ending with an alphanumeric), the form Kubernetes requires of
+// namespaces and pod host names.
+bool IsDns1123Label(const std::string& s);
+
+}  // namespace pw::k8s

@@ -1,0 +1,683 @@
+// `pipewright k8s` manifests (launch/mpijob.h), parsed back with yaml-cpp and
+// checked field by field against the types of the Kubernetes objects they
+// hold: the MPI Operator's MPIJob kubeflow.org/v2beta1
+// (github.com/kubeflow/mpi-operator pkg/apis/kubeflow/v2beta1/types.go,
+// common_types.go; the extra rules of pkg/apis/kubeflow/validation) and the
+// core/v1 types it embeds (ObjectMeta, PodTemplateSpec, Container, Volume,
+// Toleration, ResourceRequirements; ConfigMap), for plans of several
+// pp_size x dp_size, then the layout (ranks, workers, gang size) and the
+// refusals. Plans come from the real `pipewright plan`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <regex>
+#include <sstream>
+
+#include "launch/mpijob.h"
+#include "plan/plan.h"
+#include "schedules/validate.h"
+
+#ifndef PW_CLI_PATH
+#error "PW_CLI_PATH (the pipewright binary) must be defined by the build"
+#endif
+
+namespace pw::k8s {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The expected schema, written down from the API's Go types.
+// ---------------------------------------------------------------------------
+
+// What a scalar resolves to when read (YAML 1.1 rules, which Kubernetes'
+// go-yaml and PyYAML apply to plain scalars; a quoted scalar is a string).
+enum class Scalar { kString, kInt, kFloat, kBool, kNull };
+
+Scalar Resolve(const YAML::Node& n) {
+  if (n.Tag() == "!") return Scalar::kString;  // quoted: non-specific "!" tag
+  const std::string s = n.Scalar();
+  static const std::regex null_re("^(~|null|Null|NULL|)$");
+  static const std::regex bool_re(
+      "^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$");
+  static const std::regex int_re("^[-+]?(0|[1-9][0-9_]*|0[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+|0o[0-7]+)$");
+  static const std::regex float_re(
+      "^([-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
+      "|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN))$");
+  if (std::regex_match(s, null_re)) return Scalar::kNull;
+  if (std::regex_match(s, bool_re)) return Scalar::kBool;
+  if (std::regex_match(s, int_re)) return Scalar::kInt;
+  if (std::regex_match(s, float_re)) return Scalar::kFloat;
+  return Scalar::kString;
+}
+
+enum class Type {
+  kString,    // Go string
+  kInt,       // Go int32/int64
+  kBool,      // Go bool
+  kQuantity,  // resource.Quantity: an integer, or a string like "1Gi", "500m"
+  kObject,    // a struct: `object` lists its fields
+  kList,      // a slice: of `object` if set, else of `element` scalars
+  kMap,       // map[K]V: keys in `allowed` if set, values `object` if set, else `element` scalars
+};
+
+struct Object;
+
+struct Field {
+  std::string key;
+  Type type = Type::kString;
+  bool required = false;
+  const Object* object = nullptr;
+  std::vector<std::string> allowed;  // kString: allowed values; kMap: allowed keys (empty = any)
+  Type element = Type::kString;      // kList / kMap of scalars
+  int64_t min = std::numeric_limits<int64_t>::min();  // kInt
+};
+
+struct Object {
+  std::string name;
+  std::vector<Field> fields;  // any other key is an error (strict decoding)
+};
+
+Field Str(std::string key, bool required = false, std::vector<std::string> allowed = {}) {
+  Field f;
+  f.key = std::move(key);
+  f.required = required;
+  f.allowed = std::move(allowed);
+  return f;
+}
+Field Int(std::string key, bool required = false, int64_t min = std::numeric_limits<int64_t>::min()) {
+  Field f;
+  f.key = std::move(key);
+  f.type = Type::kInt;
+  f.required = required;
+  f.min = min;
+  return f;
+}
+Field Bool(std::string key) {
+  Field f;
+  f.key = std::move(key);
+  f.type = Type::kBool;
+  return f;
+}
+Field Obj(std::string key, const Object* o, bool required = false) {
+  Field f;
+  f.key = std::move(key);
+  f.type = Type::kObject;
+  f.object = o;
+  f.required = required;
+  return f;
+}
+Field List(std::string key, const Object* o, bool required = false) {
+  Field f = Obj(std::move(key), o, required);
+  f.type = Type::kList;
+  return f;
+}
+Field ScalarList(std::string key, Type element) {
+  Field f;
+  f.key = std::move(key);
+  f.type = Type::kList;
+  f.element = element;
+  return f;
+}
+Field Map(std::string key, Type element, const Object* o = nullptr, std::vector<std::string> keys = {},
+          bool required = false) {
+  Field f;
+  f.key = std::move(key);
+  f.type = Type::kMap;
+  f.element = element;
+  f.object = o;
+  f.allowed = std::move(keys);
+  f.required = required;
+  return f;
+}
+
+// core/v1 (k8s.io/api/core/v1/types.go), the fields pipewright may write.
+const Object kObjectMeta{"ObjectMeta",
+                         {Str("name"), Str("namespace"), Map("labels", Type::kString),
+                          Map("annotations", Type::kString)}};
+const Object kEnvVar{"EnvVar", {Str("name", true), Str("value")}};
+const Object kResources{"ResourceRequirements",
+                        {Map("limits", Type::kQuantity), Map("requests", Type::kQuantity)}};
+const Object kVolumeMount{"VolumeMount",
+                          {Str("name", true), Str("mountPath", true), Bool("readOnly"), Str("subPath")}};
+const Object kContainer{"Container",
+                        {Str("name", true), Str("image"), ScalarList("command", Type::kString),
+                         ScalarList("args", Type::kString), List("env", &kEnvVar), Obj("resources", &kResources),
+                         List("volumeMounts", &kVolumeMount), Str("workingDir")}};
+const Object kConfigMapSource{"ConfigMapVolumeSource", {Str("name", true), Int("defaultMode", false, 0)}};
+const Object kEmptyDir{"EmptyDirVolumeSource",
+                       {Str("medium", false, {"", "Memory"}), Map("sizeLimit", Type::kQuantity)}};
+const Object kClaimSource{"PersistentVolumeClaimVolumeSource", {Str("claimName", true), Bool("readOnly")}};
+const Object kVolume{"Volume",
+                     {Str("name", true), Obj("configMap", &kConfigMapSource), Obj("emptyDir", &kEmptyDir),
+                      Obj("persistentVolumeClaim", &kClaimSource)}};
+const Object kToleration{"Toleration",
+                         {Str("key"), Str("operator", false, {"Exists", "Equal"}), Str("value"),
+                          Str("effect", false, {"NoSchedule", "PreferNoSchedule", "NoExecute"}),
+                          Int("tolerationSeconds")}};
+const Object kPodSpec{"PodSpec",
+                      {List("containers", &kContainer, true), List("volumes", &kVolume),
+                       List("tolerations", &kToleration), Str("schedulerName"), Map("nodeSelector", Type::kString),
+                       Str("priorityClassName")}};
+const Object kPodTemplateSpec{"PodTemplateSpec", {Obj("metadata", &kObjectMeta), Obj("spec", &kPodSpec, true)}};
+// kubeflow.org/v2beta1 (mpi-operator). ReplicaSpec.restartPolicy: the type
+// allows Always, OnFailure, Never, ExitCode; validation accepts Never and
+// OnFailure only; replicas is required after validation (Launcher: 1,
+// Worker: >= 1).
+const Object kReplicaSpec{"ReplicaSpec",
+                          {Int("replicas", true, 1), Obj("template", &kPodTemplateSpec, true),
+                           Str("restartPolicy", true, {"Never", "OnFailure"})}};
+const Object kSchedulingPolicy{"SchedulingPolicy",
+                               {Int("minAvailable", false, 1), Str("queue"), Map("minResources", Type::kQuantity),
+                                Str("priorityClass"), Int("scheduleTimeoutSeconds", false, 0)}};
+const Object kRunPolicy{"RunPolicy",
+                        {Str("cleanPodPolicy", true, {"None", "Running", "All"}),
+                         Int("ttlSecondsAfterFinished", false, 0), Int("activeDeadlineSeconds", false, 0),
+                         Int("backoffLimit", false, 0), Obj("schedulingPolicy", &kSchedulingPolicy), Bool("suspend"),
+                         Str("managedBy")}};
+const Object kMpiJobSpec{"MPIJobSpec",
+                         {Int("slotsPerWorker", true, 1), Obj("runPolicy", &kRunPolicy, true),
+                          Map("mpiReplicaSpecs", Type::kObject, &kReplicaSpec, {"Launcher", "Worker"}, true),
+                          Str("sshAuthMountPath", true), Str("mpiImplementation", true, {"OpenMPI", "Intel", "MPICH"}),
+                          Bool("runLauncherAsWorker"),
+                          Str("launcherCreationPolicy", false, {"AtStartup", "WaitForWorkersReady"})}};
+const Object kMpiJob{"MPIJob",
+                     {Str("apiVersion", true, {"kubeflow.org/v2beta1"}), Str("kind", true, {"MPIJob"}),
+                      Obj("metadata", &kObjectMeta, true), Obj("spec", &kMpiJobSpec, true)}};
+const Object kConfigMap{"ConfigMap",
+                        {Str("apiVersion", true, {"v1"}), Str("kind", true, {"ConfigMap"}),
+                         Obj("metadata", &kObjectMeta, true), Map("data", Type::kString), Bool("immutable")}};
+
+// resource.Quantity's string form (k8s.io/apimachinery/pkg/api/resource).
+bool IsQuantity(const std::string& s) {
+  static const std::regex re("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$");
+  return std::regex_match(s, re);
+}
+
+void CheckScalar(const YAML::Node& n, Type t, const std::string& path, std::vector<std::string>* errors) {
+  if (!n.IsScalar()) {
+    errors->push_back(path + ": expected a scalar");
+    return;
+  }
+  const Scalar r = Resolve(n);
+  switch (t) {
+    case Type::kString:
+      if (r != Scalar::kString) errors->push_back(path + ": '" + n.Scalar() + "' would be read as a non-string");
+      break;
+    case Type::kInt:
+      if (r != Scalar::kInt) errors->push_back(path + ": '" + n.Scalar() + "' is not an integer");
+      break;
+    case Type::kBool:
+      if (r != Scalar::kBool) errors->push_back(path + ": '" + n.Scalar() + "' is not a boolean");
+      break;
+    case Type::kQuantity:
+      if (!((r == Scalar::kInt) || (r == Scalar::kString && IsQuantity(n.Scalar()))))
+        errors->push_back(path + ": '" + n.Scalar() + "' is not a resource quantity");
+      break;
+    default: errors->push_back(path + ": schema error"); break;
+  }
+}
+
+void CheckObject(const YAML::Node& n, const Object& o, const std::string& path, std::vector<std::string>* errors);
+
+void CheckField(const YAML::Node& v, const Field& f, const std::string& path, std::vector<std::string>* errors) {
+  switch (f.type) {
+    case Type::kString:
+    case Type::kBool:
+    case Type::kQuantity:
+      CheckScalar(v, f.type, path, errors);
+      if (f.type == Type::kString && !f.allowed.empty() && v.IsScalar() &&
+          std::find(f.allowed.begin(), f.allowed.end(), v.Scalar()) == f.allowed.end())
+        errors->push_back(path + ": '" + v.Scalar() + "' is not an allowed value");
+      break;
+    case Type::kInt:
+      CheckScalar(v, f.type, path, errors);
+      if (v.IsScalar() && Resolve(v) == Scalar::kInt && v.as<int64_t>() < f.min)
+        errors->push_back(path + ": " + v.Scalar() + " is below " + std::to_string(f.min));
+      break;
+    case Type::kObject: CheckObject(v, *f.object, path, errors); break;
+    case Type::kList:
+      if (!v.IsSequence()) {
+        errors->push_back(path + ": expected a list");
+        break;
+      }
+      for (size_t i = 0; i < v.size(); ++i) {
+        const std::string p = path + "[" + std::to_string(i) + "]";
+        if (f.object) {
+          CheckObject(v[i], *f.object, p, errors);
+        } else {
+          CheckScalar(v[i], f.element, p, errors);
+        }
+      }
+      break;
+    case Type::kMap:
+      if (!v.IsMap()) {
+        errors->push_back(path + ": expected a map");
+        break;
+      }
+      for (const auto& kv : v) {
+        const std::string key = kv.first.Scalar();
+        const std::string p = path + "." + key;
+        if (!f.allowed.empty() && std::find(f.allowed.begin(), f.allowed.end(), key) == f.allowed.end())
+          errors->push_back(p + ": key not allowed");
+        if (f.object) {
+          CheckObject(kv.second, *f.object, p, errors);
+        } else {
+          CheckScalar(kv.second, f.element, p, errors);
+        }
+      }
+      break;
+  }
+}
+
+void CheckObject(const YAML::Node& n, const Object& o, const std::string& path, std::vector<std::string>* errors) {
+  if (!n.IsMap()) {
+    errors->push_back(path + ": expected a " + o.name + " (a map)");
+    return;
+  }
+  for (const auto& kv : n) {
+    const std::string key = kv.first.Scalar();
+    auto it = std::find_if(o.fields.begin(), o.fields.end(), [&](const Field& f) { return f.key == key; });
+    if (it == o.fields.end()) {
+      errors->push_back(path + "." + key + ": unknown field of " + o.name);
+      continue;
+    }
+    CheckField(kv.second, *it, path + "." + key, errors);
+  }
+  for (const Field& f : o.fields)
+    if (f.required && !n[f.key]) errors->push_back(path + "." + f.key + ": required field of " + o.name + " missing");
+}
+
+// All schema errors of a manifest: exactly two documents, a ConfigMap and an MPIJob.
+std::vector<std::string> SchemaErrors(const std::string& yaml) {
+  std::vector<std::string> errors;
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(yaml);
+  } catch (const YAML::Exception& e) {
+    return {std::string("not YAML: ") + e.what()};
+  }
+  if (docs.size() != 2) return {"expected 2 documents, got " + std::to_string(docs.size())};
+  CheckObject(docs[0], kConfigMap, "ConfigMap", &errors);
+  CheckObject(docs[1], kMpiJob, "MPIJob", &errors);
+  return errors;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& e : v) s += "  " + e + "\n";
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Plans from the real `pipewright plan`.
+// ---------------------------------------------------------------------------
+
+class MpiJobTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/pw_mpijob_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = new std::string(tmpl);
+    std::ofstream(*dir_ + "/model.json")
+        << R"({"n_layer": 4, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2",)"
+        << R"( "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0})" << "\n";
+  }
+  static void TearDownTestSuite() {
+    std::system(("rm -rf '" + *dir_ + "'").c_str());
+    delete dir_;
+  }
+  static int Cli(const std::string& args) {
+    const int rc = std::system((std::string(PW_CLI_PATH) + " " + args + " > /dev/null 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+  // The text of a plan of pp x dp ranks: `pipewright plan --dp` where the
+  // planner has it, else the pp plan edited to dp_size = dp. The edit follows
+  // the data-parallel contract as far as this build's reader and validator
+  // want it: with or without a "<stage>REDUCE_GRAD" after each stage's last
+  // B/W (and the message right after), global batch the replica's or dp x it.
+  static std::string PlanText(int pp, int dp) {
+    const std::string path = *dir_ + "/plan_" + std::to_string(pp) + "x" + std::to_string(dp) + ".json";
+    const std::string base = "plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp "
+                             "--schedule 1f1b --num-microbatches 4 --seq-length 16 --micro-batch-size 2 "
+                             "--model-config " + *dir_ + "/model.json --pp " + std::to_string(pp) + " -o " + path;
+    if (dp == 1 || Cli(base + " --dp " + std::to_string(dp)) != 0) {
+      EXPECT_EQ(Cli(base), 0) << "pipewright plan failed: " << base;
+      if (dp != 1) {
+        std::ifstream in(path, std::ios::binary);
+        const nlohmann::json original = nlohmann::json::parse(in);
+        std::string text, errors;
+        for (int variant = 0; variant < 4 && text.empty(); ++variant) {
+          nlohmann::json j = original;
+          j["dp_size"] = dp;
+          if (variant & 1) {
+            int64_t sum = 0;
+            for (const auto& b : j["training"]["microbatch_sizes"]) sum += b.get<int64_t>();
+            j["training"]["global_batch_size"] = dp * sum;
+          }
+          if (variant & 2) AddReduceGrad(j);
+          StatusOr<Plan> plan = ParsePlan(j.dump(2) + "\n", path);
+          Status valid = plan.ok() ? ValidateProgram(PlanProgram(*plan), ValidateOptions{false}) : plan.status();
+          if (valid.ok()) {
+            text = PlanToJson(*plan);
+          } else {
+            errors += "\n  " + valid.ToString();
+          }
+        }
+        EXPECT_FALSE(text.empty()) << "no edit of " << path << " gives a valid dp " << dp << " plan:" << errors;
+        EXPECT_TRUE(WriteFileAtomic(path, text).ok());
+      }
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  // Inserts "<s>REDUCE_GRAD" after stage s's last B or W on its rank, past
+  // the SEND/RECV actions right after it.
+  static void AddReduceGrad(nlohmann::json& plan) {
+    static const std::regex bw("^([0-9]+)[BW][0-9]+$"), comm("^[0-9]+(SEND|RECV)_.*");
+    for (auto& rank : plan["ranks"]) {
+      std::vector<std::string> acts = rank["actions"].get<std::vector<std::string>>();
+      std::map<int, size_t> last;  // stage -> index of its last B/W
+      for (size_t i = 0; i < acts.size(); ++i) {
+        std::smatch m;
+        if (std::regex_match(acts[i], m, bw)) last[std::stoi(m[1])] = i;
+      }
+      // From the last position back, so earlier indices stay valid.
+      std::vector<std::pair<size_t, int>> at;
+      for (const auto& [stage, i] : last) {
+        size_t k = i + 1;
+        while (k < acts.size() && std::regex_match(acts[k], comm)) ++k;
+        at.push_back({k, stage});
+      }
+      std::sort(at.rbegin(), at.rend());
+      for (const auto& [k, stage] : at) acts.insert(acts.begin() + k, std::to_string(stage) + "REDUCE_GRAD");
+      rank["actions"] = acts;
+    }
+  }
+  static MpiJobOptions Options(int g) {
+    MpiJobOptions o;
+    o.image = "registry.example.com/pipewright:1.0";
+    o.gpus_per_node = g;
+    o.run_args = {"--data", "/data/corpus.txt", "--steps", "100", "--comm", "nccl"};
+    return o;
+  }
+  static std::string* dir_;
+};
+std::string* MpiJobTest::dir_ = nullptr;
+
+std::vector<std::string> StringList(const YAML::Node& n) {
+  std::vector<std::string> v;
+  for (const auto& e : n) v.push_back(e.as<std::string>());
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+
+// The schema checker itself rejects what the API would: each mutation of a
+// good manifest is caught, so a passing manifest is not a vacuous pass.
+TEST_F(MpiJobTest, SchemaCheckerCatchesViolations) {
+  StatusOr<std::string> yaml = MpiJobYaml(PlanText(2, 1), "plan.json", Options(1));
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  ASSERT_TRUE(SchemaErrors(*yaml).empty()) << Join(SchemaErrors(*yaml));
+  // {from, to, the error that must name it}
+  const std::vector<std::array<std::string, 3>> mutations = {
+      {"slotsPerWorker: 1", "slotsPerWorker: \"1\"", "MPIJob.spec.slotsPerWorker: '1' is not an integer"},
+      {"replicas: 1", "replicas: one", "Launcher.replicas: 'one' is not an integer"},
+      {"restartPolicy: Never", "restartPolicy: Always", "restartPolicy: 'Always' is not an allowed value"},
+      {"cleanPodPolicy: Running", "cleanPodPolicy: Sometimes", "cleanPodPolicy: 'Sometimes' is not an allowed"},
+      {"kind: MPIJob", "kind: MpiJob", "MPIJob.kind: 'MpiJob' is not an allowed value"},
+      {"mpiImplementation: OpenMPI", "mpiImpl: OpenMPI", "MPIJob.spec.mpiImpl: unknown field of MPIJobSpec"},
+      {"mpiImplementation: OpenMPI", "mpiImpl: OpenMPI", "mpiImplementation: required field of MPIJobSpec missing"},
+      {"Launcher:", "Driver:", "mpiReplicaSpecs.Driver: key not allowed"},
+      {"effect: NoSchedule", "effect: NoScheduled", "tolerations[0].effect: 'NoScheduled' is not an allowed"},
+      {"readOnly: true", "readOnly: \"true\"", "volumeMounts[0].readOnly: 'true' is not a boolean"},
+      {"- \"-np\"\n                - \"2\"", "- \"-np\"\n                - 2",
+       "containers[0].args[1]: '2' would be read as a non-string"},
+      {"minAvailable: 3", "minAvailable: 0", "schedulingPolicy.minAvailable: 0 is below 1"},
+      {"nvidia.com/gpu: 1", "nvidia.com/gpu: one", "limits.nvidia.com/gpu: 'one' is not a resource quantity"},
+      {"medium: Memory", "medium: Disk", "emptyDir.medium: 'Disk' is not an allowed value"},
+  };
+  const size_t job_at = yaml->find("kind: MPIJob");
+  ASSERT_NE(job_at, std::string::npos);
+  for (const auto& [from, to, error] : mutations) {
+    std::string bad = *yaml;
+    const size_t at = bad.find(from, job_at);  // in the MPIJob, not the plan text
+    ASSERT_NE(at, std::string::npos) << from;
+    bad.replace(at, from.size(), to);
+    const std::string errors = Join(SchemaErrors(bad));
+    EXPECT_NE(errors.find(error), std::string::npos)
+        << from << " -> " << to << ": want '" << error << "' in:\n" << errors;
+  }
+  // The ConfigMap too: data values are strings.
+  std::string bad = *yaml;
+  bad.replace(bad.find("kind: ConfigMap"), 15, "kind: ConfigMap\nimmutable: yes please");
+  EXPECT_NE(Join(SchemaErrors(bad)).find("ConfigMap.immutable: 'yes please' is not a boolean"), std::string::npos)
+      << Join(SchemaErrors(bad));
+}
+
+struct Case {
+  int pp, dp, g;
+  std::string scheduler, queue;
+};
+
+// Several grids: schema, then every number the contract fixes.
+TEST_F(MpiJobTest, ManifestsMatchTheApiAndThePlan) {
+  const std::vector<Case> cases = {{1, 1, 1, "default", ""},   {2, 1, 1, "default", ""},
+                                   {2, 1, 2, "volcano", ""},   {2, 2, 4, "volcano", "research"},
+                                   {4, 2, 8, "volcano", "a.b"}, {4, 2, 2, "default", ""},
+                                   {3, 2, 3, "volcano", ""},   {2, 4, 4, "default", ""}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("pp " + std::to_string(c.pp) + " dp " + std::to_string(c.dp) + " G " + std::to_string(c.g) + " " +
+                 c.scheduler);
+    const std::string text = PlanText(c.pp, c.dp);
+    StatusOr<Plan> plan = ParsePlan(text, "plan.json");
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_EQ(plan->pp_size, c.pp);
+    ASSERT_EQ(plan->dp_size, c.dp);
+    MpiJobOptions o = Options(c.g);
+    o.scheduler = c.scheduler;
+    o.queue = c.queue;
+    o.name_space = "ml-team";
+    if (c.pp == 4) o.claims = {"corpus:/data", "ckpt-store:/ckpt"};
+    StatusOr<std::string> yaml = MpiJobYaml(text, "plan.json", o);
+    ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+    const std::vector<std::string> errors = SchemaErrors(*yaml);
+    ASSERT_TRUE(errors.empty()) << Join(errors) << *yaml;
+    // Deterministic.
+    EXPECT_EQ(*MpiJobYaml(text, "plan.json", o), *yaml);
+
+    const int ranks = c.pp * c.dp, workers = ranks / c.g;
+    const std::vector<YAML::Node> docs = YAML::LoadAll(*yaml);
+    const YAML::Node& cm = docs[0];
+    const YAML::Node& job = docs[1];
+    const std::string name = "pipewright-" + PlanHash(*plan).substr(0, 8);
+    EXPECT_EQ(job["metadata"]["name"].as<std::string>(), name);
+    EXPECT_EQ(job["metadata"]["namespace"].as<std::string>(), "ml-team");
+    EXPECT_EQ(cm["metadata"]["namespace"].as<std::string>(), "ml-team");
+    EXPECT_EQ(job["metadata"]["annotations"]["pipewright/plan-hash"].as<std::string>(), PlanHash(*plan));
+    // The ConfigMap holds the plan file byte for byte.
+    EXPECT_EQ(cm["metadata"]["name"].as<std::string>(), name + "-plan");
+    EXPECT_EQ(cm["data"]["plan.json"].as<std::string>(), text);
+    const YAML::Node spec = job["spec"];
+    EXPECT_EQ(spec["slotsPerWorker"].as<int>(), c.g);
+    EXPECT_EQ(spec["mpiReplicaSpecs"]["Launcher"]["replicas"].as<int>(), 1);
+    EXPECT_EQ(spec["mpiReplicaSpecs"]["Worker"]["replicas"].as<int>(), workers);
+    // Gang: every pod (workers + the launcher) or none.
+    EXPECT_EQ(spec["runPolicy"]["schedulingPolicy"]["minAvailable"].as<int>(), workers + 1);
+    if (c.queue.empty()) {
+      EXPECT_FALSE(spec["runPolicy"]["schedulingPolicy"]["queue"]);
+    } else {
+      EXPECT_EQ(spec["runPolicy"]["schedulingPolicy"]["queue"].as<std::string>(), c.queue);
+    }
+    for (const char* type : {"Launcher", "Worker"}) {
+      const YAML::Node pod = spec["mpiReplicaSpecs"][type]["template"]["spec"];
+      if (c.scheduler == "volcano") {
+        EXPECT_EQ(pod["schedulerName"].as<std::string>(), "volcano") << type;
+      } else {
+        EXPECT_FALSE(pod["schedulerName"]) << type;
+      }
+      // The plan volume is the ConfigMap, mounted at /etc/pipewright.
+      ASSERT_EQ(pod["volumes"][0]["configMap"]["name"].as<std::string>(), name + "-plan");
+      const YAML::Node mount = pod["containers"][0]["volumeMounts"][0];
+      EXPECT_EQ(mount["name"].as<std::string>(), pod["volumes"][0]["name"].as<std::string>());
+      EXPECT_EQ(mount["mountPath"].as<std::string>(), "/etc/pipewright");
+      EXPECT_EQ(pod["containers"][0]["image"].as<std::string>(), o.image);
+    }
+    const YAML::Node worker = spec["mpiReplicaSpecs"]["Worker"]["template"]["spec"];
+    for (const char* kind : {"limits", "requests"})
+      EXPECT_EQ(worker["containers"][0]["resources"][kind]["nvidia.com/gpu"].as<int>(), c.g) << kind;
+    // Claims: a volume and a mount each, after the plan and /dev/shm.
+    ASSERT_EQ(worker["volumes"].size(), 2 + o.claims.size());
+    ASSERT_EQ(worker["containers"][0]["volumeMounts"].size(), 2 + o.claims.size());
+    for (size_t i = 0; i < o.claims.size(); ++i) {
+      const YAML::Node v = worker["volumes"][2 + i], m = worker["containers"][0]["volumeMounts"][2 + i];
+      EXPECT_EQ(v["name"].as<std::string>(), m["name"].as<std::string>());
+      EXPECT_EQ(v["persistentVolumeClaim"]["claimName"].as<std::string>() + ":" + m["mountPath"].as<std::string>(),
+                o.claims[i]);
+    }
+    EXPECT_EQ(worker["tolerations"][0]["key"].as<std::string>(), "nvidia.com/gpu");
+    EXPECT_EQ(worker["tolerations"][0]["operator"].as<std::string>(), "Exists");
+    EXPECT_EQ(worker["tolerations"][0]["effect"].as<std::string>(), "NoSchedule");
+    const YAML::Node launcher = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0];
+    EXPECT_FALSE(launcher["resources"]["limits"]);  // the launcher holds no GPU
+    EXPECT_EQ(StringList(launcher["command"]), std::vector<std::string>{"mpirun"});
+    const std::vector<std::string> args = StringList(launcher["args"]);
+    const std::vector<std::string> want = {"-np", std::to_string(ranks), "--bind-to", "none", "--map-by", "slot",
+                                           "-x", "OMP_NUM_THREADS=1", "pipewright", "run", "--plan",
+                                           "/etc/pipewright/plan.json", "--device", "cuda", "--data",
+                                           "/data/corpus.txt", "--steps", "100", "--comm", "nccl"};
+    EXPECT_EQ(args, want);
+  }
+}
+
+// The plan text survives YAML whatever its bytes: CRLF line ends and a
+// leading blank line (which a literal block cannot hold) come back exact.
+TEST_F(MpiJobTest, PlanTextIsKeptByteForByte) {
+  std::string text = PlanText(2, 1);
+  std::string crlf = "\n";
+  for (char ch : text) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+  for (const std::string& t : {text, crlf, "  " + text + "\n\n"}) {
+    StatusOr<std::string> yaml = MpiJobYaml(t, "plan.json", Options(1));
+    ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+    EXPECT_TRUE(SchemaErrors(*yaml).empty()) << Join(SchemaErrors(*yaml));
+    EXPECT_EQ(YAML::LoadAll(*yaml)[0]["data"]["plan.json"].as<std::string>(), t);
+  }
+}
+
+// Scalars that YAML reads as numbers or booleans stay strings in args/env.
+TEST_F(MpiJobTest, NumericLookingStringsAreQuoted) {
+  MpiJobOptions o = Options(2);
+  o.run_args = {"--data", "/d/t.txt", "--steps", "1e3", "--lr", "0x10", "--prompt", "yes", "--sample", "on"};
+  StatusOr<std::string> yaml = MpiJobYaml(PlanText(2, 1), "plan.json", o);
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  ASSERT_TRUE(SchemaErrors(*yaml).empty()) << Join(SchemaErrors(*yaml));
+  const std::vector<std::string> args = StringList(
+      YAML::LoadAll(*yaml)[1]["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"]);
+  EXPECT_EQ(std::vector<std::string>(args.end() - 10, args.end()), o.run_args);
+}
+
+// Refusals name the option and value, before any YAML.
+TEST_F(MpiJobTest, BadRequestsAreRefused) {
+  const std::string text = PlanText(2, 2);  // 4 ranks
+  auto refused = [&](MpiJobOptions o, const std::vector<std::string>& needles, const std::string& plan_text = "") {
+    StatusOr<std::string> yaml = MpiJobYaml(plan_text.empty() ? text : plan_text, "plan.json", o);
+    ASSERT_FALSE(yaml.ok());
+    EXPECT_EQ(yaml.status().code(), StatusCode::kInvalidArgument);
+    for (const std::string& n : needles)
+      EXPECT_NE(yaml.status().message().find(n), std::string::npos)
+          << "'" << n << "' not in: " << yaml.status().message();
+  };
+  MpiJobOptions o = Options(3);
+  refused(o, {"--gpus-per-node 3", "4 ranks", "pp_size 2 x dp_size 2"});
+  o = Options(8);
+  refused(o, {"--gpus-per-node 8", "4 ranks"});
+  o = Options(0);
+  refused(o, {"--gpus-per-node 0"});
+  o = Options(1);
+  o.image = "";
+  refused(o, {"--image", "required"});
+  o = Options(1);
+  o.image = "bad image";
+  refused(o, {"--image 'bad image'"});
+  o = Options(1);
+  o.scheduler = "kube-batch";
+  refused(o, {"--scheduler 'kube-batch'", "volcano or default"});
+  o = Options(1);
+  o.queue = "q";
+  refused(o, {"--queue q", "--scheduler volcano"});
+  o = Options(1);
+  o.scheduler = "volcano";
+  o.queue = "Big_Queue";
+  refused(o, {"--queue 'Big_Queue'"});
+  o = Options(1);
+  o.name_space = "ML";
+  refused(o, {"--namespace 'ML'"});
+  o = Options(1);
+  o.job_name = std::string(56, 'a');  // "<name>-worker-3" is 65 characters
+  refused(o, {"--name", "-worker-3", "DNS-1123"});
+  o = Options(1);
+  o.run_args = {"--data", "x", "--plan", "other.json"};
+  refused(o, {"--plan is set by pipewright k8s"});
+  o = Options(1);
+  o.run_args = {"--steps", "3"};
+  refused(o, {"--data FILE"});
+  for (const std::string claim : {"nocolon", "Data:/data", "data:rel/path", "data:/", "data:/d/",
+                                   "data:/etc/pipewright", "data:/dev/shm/x", "data:/etc"}) {
+    o = Options(1);
+    o.claims = {claim};
+    refused(o, {"--pvc '" + claim + "'"});
+  }
+  o = Options(1);
+  o.claims = {"a:/data", "b:/data/sub"};
+  refused(o, {"--pvc 'b:/data/sub'", "overlaps the mount at /data"});
+  refused(Options(1), {"plan.json"}, "{\"format\": \"pipewright-plan\"}");
+  // A plan that does not validate: rank 0's first SEND dropped (its RECV is
+  // left without a sender).
+  {
+    nlohmann::json j = nlohmann::json::parse(PlanText(2, 1));
+    auto& acts = j["ranks"][0]["actions"];
+    for (size_t i = 0; i < acts.size(); ++i)
+      if (acts[i].get<std::string>().find("SEND") != std::string::npos) {
+        acts.erase(acts.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    StatusOr<std::string> yaml = MpiJobYaml(j.dump(2), "broken.json", Options(1));
+    ASSERT_FALSE(yaml.ok());
+    EXPECT_NE(yaml.status().message().find("broken.json"), std::string::npos) << yaml.status().ToString();
+  }
+  // A schedule-only plan (no model, no training): nothing `pipewright run` can train.
+  {
+    const std::string sched = *dir_ + "/schedule_only.json";
+    ASSERT_EQ(Cli("schedule --schedule 1f1b --pp 2 --num-microbatches 4 --format json -o " + sched), 0);
+    std::ifstream in(sched);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    StatusOr<std::string> yaml = MpiJobYaml(ss.str(), "sched.json", Options(1));
+    ASSERT_FALSE(yaml.ok());
+    EXPECT_NE(yaml.status().message().find("schedule-only plan"), std::string::npos) << yaml.status().ToString();
+  }
+  refused(Options(1), {"plan.json", "1048577 bytes", "ConfigMap"}, std::string(kMaxConfigMapBytes + 1, ' '));
+}
+
+TEST(Dns1123, Labels) {
+  EXPECT_TRUE(IsDns1123Label("a"));
+  EXPECT_TRUE(IsDns1123Label("pipewright-0a1b2c3d-worker-15"));
+  EXPECT_TRUE(IsDns1123Label(std::string(63, 'x')));
+  EXPECT_FALSE(IsDns1123Label(std::string(64, 'x')));
+  EXPECT_FALSE(IsDns1123Label(""));
+  EXPECT_FALSE(IsDns1123Label("-a"));
+  EXPECT_FALSE(IsDns1123Label("a-"));
+  EXPECT_FALSE(IsDns1123Label("A"));
+  EXPECT_FALSE(IsDns1123Label("a.b"));
+}
+
+}  // namespace
+}  // namespace pw::k8s
