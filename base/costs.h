@@ -27,6 +27,9 @@ struct StageMemory {
   int64_t wstash = 1;         // held from end of I until end of W
   int64_t send_forward = 0;   // bytes of the forward message to stage s+1
   int64_t send_backward = 0;  // bytes of the backward message to stage s-1
+  // Flat gradient buffer the stage's REDUCE_GRAD allocates (data parallel):
+  // held from the REDUCE_GRAD until the optimizer step ends the step.
+  int64_t reduce_buffer = 0;
 };
 
 // A message of b bytes between two ranks takes latency_s + b / bandwidth.
