@@ -14,6 +14,9 @@ struct StageCost {
   double i = 1.0;   // input-gradient backward
   double w = 1.0;   // weight-gradient backward
   double b = -1.0;  // full backward; < 0 means "i + w" (PLAN_FORMAT: B = I + W unless given)
+  // Data-parallel gradient reduction of the stage once per step (REDUCE_GRAD):
+  // all-reduce, or reduce-scatter + all-gather with ZeRO-1; 0 when dp_size 1.
+  double reduce_grad = 0.0;
   double B() const { return b >= 0 ? b : i + w; }
 };
 
@@ -24,6 +27,9 @@ struct StageMemory {
   int64_t wstash = 1;         // held from end of I until end of W
   int64_t send_forward = 0;   // bytes of the forward message to stage s+1
   int64_t send_backward = 0;  // bytes of the backward message to stage s-1
+  // Flat gradient buffer the stage's REDUCE_GRAD allocates (data parallel):
+  // held from the REDUCE_GRAD until the optimizer step ends the step.
+  int64_t reduce_buffer = 0;
 };
 
 // A message of b bytes between two ranks takes latency_s + b / bandwidth.

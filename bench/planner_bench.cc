@@ -1,7 +1,8 @@
 // Planner search benchmark: the full candidate search (every schedule family
 // x v <= 4 x micro-batch sizes x recompute none/selective/full, each one
 // partitioned, generated, validated, lowered and simulated) for Llama-2-70B
-// at P = 16, s = 4096, global batch 128. Each run also checks its own result
+// at P = 16, s = 4096, global batch 128 per replica (D = 1, and D = 8 with
+// the data-parallel reductions simulated: global batch 1024). Each run also checks its own result
 // (STYLE.md #15): counters report candidates, feasible ones and the chosen
 // step time, and the run fails if the search errors.
 #include <benchmark/benchmark.h>
@@ -13,7 +14,7 @@
 namespace pw {
 namespace {
 
-void BM_Llama2_70B_P16(benchmark::State& state, const char* device) {
+void BM_Llama2_70B_P16(benchmark::State& state, const char* device, int dp_size) {
   PlannerModel model;
   auto cfg = LoadModelConfig("llama-2-70b");
   auto dev = LoadDeviceSpec(device);
@@ -26,7 +27,8 @@ void BM_Llama2_70B_P16(benchmark::State& state, const char* device) {
   PlannerOptions o;
   o.pp_size = 16;
   o.seq_length = 4096;
-  o.global_batch_size = 128;
+  o.dp_size = dp_size;
+  o.global_batch_size = 128 * dp_size;
   o.max_virtual_stages = 4;
   o.find_min_pp = false;
   size_t candidates = 0, feasible = 0;
@@ -48,8 +50,9 @@ void BM_Llama2_70B_P16(benchmark::State& state, const char* device) {
   state.counters["best_step_s"] = best;
 }
 
-BENCHMARK_CAPTURE(BM_Llama2_70B_P16, H100_80GB, "H100-80GB")->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_Llama2_70B_P16, H200_141GB, "H200-141GB")->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_Llama2_70B_P16, H100_80GB, "H100-80GB", 1)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_Llama2_70B_P16, H200_141GB, "H200-141GB", 1)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_Llama2_70B_P16, H200_141GB_dp8, "H200-141GB", 8)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 }  // namespace pw

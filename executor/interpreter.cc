@@ -185,6 +185,11 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         recvs[{static_cast<int>(a.type), a.stage, a.microbatch}] = PostedRecv{*id, i, posted};
         break;
       }
+      case ActionType::kReduceGrad:
+        st = Status::InvalidArgument("'" + a.ToString() +
+                                     "': this executor runs one pipeline replica (dp_size 1) and has no "
+                                     "data-parallel gradient reduction");
+        break;
     }
     if (!st.ok()) return fail(i, st);
     if (IsComm(a.type) && (i + 1 == actions.size() || !IsComm(actions[i + 1].type))) {

@@ -26,6 +26,9 @@ struct PlanCommandOptions {
   std::string device;
   std::string output = "plan.json";
   int pp = 0;
+  int dp = 1;
+  int num_devices = 0;
+  bool distributed_optimizer = false;
   int num_microbatches = 0;
   int64_t micro_batch_size = 0;
   int64_t global_batch_size = 0;
@@ -75,6 +78,50 @@ void WarnProfileExtrapolation(const Profile& profile, const PlannerOptions& o) {
     std::fprintf(stderr, "pipewright plan: warning: %s\n", line.c_str());
 }
 
+// "model: llama-2-7b (6738415616 parameters); device: H100-80GB; P=8 x D=8".
+void PrintModelLine(const PlanCommandOptions& c, const PlannerModel& model, const std::string& path, int pp, int dp) {
+  const std::string what = model.profile  ? "measured profile " + c.profile
+                           : model.config ? std::to_string(TotalParameters(*model.config)) + " parameters"
+                                          : std::string("layer costs");
+  std::printf("model: %s (%s); device: %s; P=%d%s\n", model.config ? model.config->name.c_str() : path.c_str(),
+              what.c_str(), model.device ? model.device->name.c_str() : "-", pp,
+              dp > 1 ? (" x D=" + std::to_string(dp)).c_str() : "");
+}
+
+// --num-devices N: one search per split P x D = N; the best split's plan is
+// written, and every split is reported (its best candidate or why none fits).
+Status RunDeviceSplits(const PlanCommandOptions& c, const PlannerModel& model, const PlannerOptions& o,
+                       const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PW_ASSIGN_OR_RETURN(DeviceSplitSearch search, SearchDeviceSplits(model, o, c.num_devices));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const DeviceSplit& best = search.splits[search.chosen];
+  PlannerOptions chosen = o;
+  chosen.pp_size = best.pp_size;
+  chosen.dp_size = best.dp_size;
+  if (chosen.dp_size < 2) chosen.distributed_optimizer = false;
+  PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(best.result, model, chosen));
+  plan.planner["device_splits"] = DeviceSplitsToJson(search);
+  PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
+  if (c.format == "json") {
+    nlohmann::json table = DeviceSplitsToJson(search);
+    table["plan_file"] = c.output;
+    table["plan_hash"] = PlanHash(plan);
+    table["search_seconds"] = secs;
+    std::printf("%s\n", table.dump(2).c_str());
+    return Status::Ok();
+  }
+  PrintModelLine(c, model, path, best.pp_size, best.dp_size);
+  std::fputs(FormatDeviceSplits(search).c_str(), stdout);
+  if (c.explain) std::fputs(FormatCandidateTable(best.result).c_str(), stdout);
+  std::fputs(FormatPlanSummary(best.result).c_str(), stdout);
+  size_t searched = 0;
+  for (const DeviceSplit& sp : search.splits) searched += sp.result.candidates.size();
+  std::printf("wrote %s (hash %s); searched %zu candidates over %zu splits in %.3f s\n", c.output.c_str(),
+              PlanHash(plan).c_str(), searched, search.splits.size(), secs);
+  return Status::Ok();
+}
+
 Status RunPlan(const PlanCommandOptions& c) {
   PlannerModel model;
   std::string path = c.profile;
@@ -116,7 +163,17 @@ Status RunPlan(const PlanCommandOptions& c) {
     return Status::InvalidArgument("--device is required with a HF --model-config (e.g. --device H100-80GB)");
   }
   PlannerOptions o;
+  if (c.given.count("--num-devices")) {
+    if (c.given.count("--pipeline-model-parallel-size") || c.given.count("--data-parallel-size"))
+      return Status::InvalidArgument("--num-devices chooses the split P x D itself: give it without --pp and --dp "
+                                     "(or give --pp and --dp without it)");
+  } else if (!c.given.count("--pipeline-model-parallel-size")) {
+    return Status::InvalidArgument("give --pp P (with --dp D for data-parallel replicas), or --num-devices N to "
+                                   "choose the split P x D = N");
+  }
   o.pp_size = c.pp;
+  o.dp_size = c.dp;
+  o.distributed_optimizer = c.distributed_optimizer;
   // A flag given on the command line is passed on as given (the planner
   // refuses values < 1, naming the flag); only an absent flag means "unset".
   if (c.given.count("--num-microbatches")) o.num_microbatches = c.num_microbatches;
@@ -161,6 +218,7 @@ Status RunPlan(const PlanCommandOptions& c) {
   o.find_min_pp = !c.no_min_pp;
 
   if (model.profile) WarnProfileExtrapolation(*model.profile, o);
+  if (c.given.count("--num-devices")) return RunDeviceSplits(c, model, o, path);
 
   const auto t0 = std::chrono::steady_clock::now();
   auto result = SearchPlans(model, o);
@@ -182,12 +240,7 @@ Status RunPlan(const PlanCommandOptions& c) {
     std::printf("%s\n", table.dump(2).c_str());
     return Status::Ok();
   }
-  std::printf("model: %s (%s); device: %s; P=%d\n",
-              model.config ? model.config->name.c_str() : path.c_str(),
-              model.profile ? ("measured profile " + c.profile).c_str()
-              : model.config ? (std::to_string(TotalParameters(*model.config)) + " parameters").c_str()
-                             : "layer costs",
-              model.device ? model.device->name.c_str() : "-", o.pp_size);
+  PrintModelLine(c, model, path, o.pp_size, o.dp_size);
   if (c.explain) std::fputs(FormatCandidateTable(*result).c_str(), stdout);
   std::fputs(FormatPlanSummary(*result).c_str(), stdout);
   std::printf("wrote %s (hash %s); searched %zu candidates in %.3f s%s\n", c.output.c_str(), PlanHash(plan).c_str(),
@@ -206,7 +259,14 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--profile", opts->profile,
                   "measured profile (`pipewright profile`): its fitted costs replace the analytic model");
   cmd->add_option("--device", opts->device, "shipped device (A100-40GB, A100-80GB, H100-80GB, H200-141GB) or a JSON");
-  cmd->add_option("--pipeline-model-parallel-size,--pp", opts->pp, "pipeline ranks P")->required();
+  cmd->add_option("--pipeline-model-parallel-size,--pp", opts->pp, "pipeline ranks P");
+  cmd->add_option("--data-parallel-size,--dp", opts->dp,
+                  "data-parallel replicas D of the pipeline (world size P x D; the batch flags count all replicas)")
+      ->capture_default_str();
+  cmd->add_option("--num-devices", opts->num_devices,
+                  "choose the split P x D = N (instead of --pp/--dp): the best of each split is reported");
+  cmd->add_flag("--use-distributed-optimizer", opts->distributed_optimizer,
+                "ZeRO-1: shard AdamW state over the D replicas (reduce-scatter + all-gather instead of all-reduce)");
   cmd->add_option("--num-microbatches", opts->num_microbatches, "microbatches m per step");
   cmd->add_option("--micro-batch-size", opts->micro_batch_size, "sequences per microbatch (unset: try 1, 2, 4, 8)");
   cmd->add_option("--global-batch-size", opts->global_batch_size, "sequences per step");
@@ -243,7 +303,8 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("-o,--output", opts->output, "plan file to write")->capture_default_str();
   cmd->callback([opts, cmd, &ctx]() {
     opts->given.clear();
-    for (const char* name : {"--num-microbatches", "--micro-batch-size", "--global-batch-size", "--seq-length",
+    for (const char* name : {"--pipeline-model-parallel-size", "--data-parallel-size", "--num-devices",
+                             "--num-microbatches", "--micro-batch-size", "--global-batch-size", "--seq-length",
                              "--num-virtual-stages-per-pipeline-rank", "--first-stage-num-layers",
                              "--last-stage-num-layers"})
       if (cmd->count(name) > 0) opts->given.insert(name);

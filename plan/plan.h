@@ -60,7 +60,7 @@ struct PlanLayer {
 struct PlanTraining {
   int64_t micro_batch_size = 1;         // b: sequences in the largest microbatch
   int64_t seq_length = 0;               // s: tokens per sequence
-  int64_t global_batch_size = 0;        // sequences per step = sum of microbatch_sizes
+  int64_t global_batch_size = 0;        // sequences per step over all replicas = dp_size x sum of microbatch_sizes
   std::vector<int64_t> microbatch_sizes;  // sequences of each microbatch, size m
   Recompute recompute = Recompute::kNone;
   Precision precision = Precision::kFp32;  // written as "dtype": "bf16" | "fp32" | "fp64"
@@ -69,13 +69,17 @@ struct PlanTraining {
   // the step time is makespan_s, not steady_step_s (PLAN_FORMAT rule 9).
   bool global_barrier = false;
   double clip_grad_norm = 0.0;          // 0 = no clipping
+  // ZeRO-1 (--use-distributed-optimizer): AdamW state sharded over the
+  // dp_size data-parallel ranks. Written always; absent on read = false.
+  bool distributed_optimizer = false;
 };
 
 struct Plan {
   std::string schedule;  // canonical name, or "custom" for imported orders
   int pp_size = 0;
   // Data-parallel replicas of the whole pipeline (world size = pp_size *
-  // dp_size). Written and read; the executor runs dp_size = 1 today.
+  // dp_size; global rank = pp_rank * dp_size + dp_rank). With dp_size > 1
+  // every stage's stream holds its REDUCE_GRAD (PLAN_FORMAT rule 10).
   int dp_size = 1;
   int num_stages = 0;
   int num_microbatches = 0;

@@ -62,13 +62,14 @@ ojson TrainingToJson(const PlanTraining& t) {
   j["optimizer"] = t.optimizer;
   j["global_barrier"] = t.global_barrier;
   j["clip_grad_norm"] = t.clip_grad_norm;
+  j["distributed_optimizer"] = t.distributed_optimizer;
   return j;
 }
 
 // Version 2: every field required. Version 1 (`legacy`): what the old writers
 // wrote, with their defaults (micro_batch_size repeated m times when
 // microbatch_sizes is absent, dtype fp32, or fp64 when dtype_bytes is 8).
-Status ParseTraining(const Reader& rd, const json& j, int m, bool legacy, PlanTraining* t) {
+Status ParseTraining(const Reader& rd, const json& j, int m, int dp_size, bool legacy, PlanTraining* t) {
   const std::string p = "training";
   if (!j.is_object()) return rd.Error(p, "expected an object");
   PW_RETURN_IF_ERROR(rd.Positive(j, p, "seq_length", &t->seq_length));
@@ -97,7 +98,7 @@ Status ParseTraining(const Reader& rd, const json& j, int m, bool legacy, PlanTr
   }
   if (legacy) {
     t->micro_batch_size = largest;
-    t->global_batch_size = sum;
+    t->global_batch_size = sum * dp_size;
     std::string dtype = j.value("dtype", j.value("dtype_bytes", 4) == 8 ? "fp64" : "fp32");
     auto prec = ParsePrecision(dtype);
     if (!prec.ok()) return rd.Error(p + ".dtype", prec.status().message());
@@ -115,9 +116,11 @@ Status ParseTraining(const Reader& rd, const json& j, int m, bool legacy, PlanTr
   if (t->micro_batch_size != largest)
     return rd.Error(p + ".micro_batch_size", std::to_string(t->micro_batch_size) +
                                                  " is not the largest of microbatch_sizes (" + std::to_string(largest) + ")");
-  if (t->global_batch_size != sum)
-    return rd.Error(p + ".global_batch_size", std::to_string(t->global_batch_size) +
-                                                  " is not the sum of microbatch_sizes (" + std::to_string(sum) + ")");
+  if (t->global_batch_size != sum * dp_size)
+    return rd.Error(p + ".global_batch_size",
+                    std::to_string(t->global_batch_size) + " is not dp_size x the sum of microbatch_sizes (" +
+                        std::to_string(dp_size) + " x " + std::to_string(sum) + " = " + std::to_string(sum * dp_size) +
+                        ")");
   std::string text;
   PW_RETURN_IF_ERROR(rd.Choice(j, p, "recompute", {"none", "selective", "full"}, &text));
   t->recompute = *ParseRecompute(text);
@@ -128,6 +131,11 @@ Status ParseTraining(const Reader& rd, const json& j, int m, bool legacy, PlanTr
   PW_RETURN_IF_ERROR(rd.NonNegative(j, p, "clip_grad_norm", &t->clip_grad_norm));
   if (t->clip_grad_norm > 0 && !t->global_barrier)
     return rd.Error(p + ".global_barrier", "must be true when clip_grad_norm > 0 (clipping by the global norm is a barrier)");
+  // Optional: files written before data parallelism lack it (false).
+  if (j.contains("distributed_optimizer")) PW_RETURN_IF_ERROR(rd.Bool(j, p, "distributed_optimizer", &t->distributed_optimizer));
+  if (t->distributed_optimizer && dp_size < 2)
+    return rd.Error(p + ".distributed_optimizer", "is true but dp_size is " + std::to_string(dp_size) +
+                                                      ": ZeRO-1 shards the optimizer state over >= 2 data-parallel ranks");
   return Status::Ok();
 }
 
@@ -198,7 +206,7 @@ Status ParseModelSections(const Reader& rd, const json& doc, int version, Plan* 
   auto training = doc.find("training");
   if (training != doc.end() && !training->is_null()) {
     PlanTraining t;
-    PW_RETURN_IF_ERROR(ParseTraining(rd, *training, plan->num_microbatches, legacy, &t));
+    PW_RETURN_IF_ERROR(ParseTraining(rd, *training, plan->num_microbatches, plan->dp_size, legacy, &t));
     plan->training = t;
   }
   return Status::Ok();
@@ -231,7 +239,8 @@ std::string RanksText(const std::vector<std::vector<Action>>& ranks) {
         out += "        \"";
         out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.stage)));
         out += ActionTypeName(a.type);
-        out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
+        if (!IsReduceGrad(a.type))  // "<stage>REDUCE_GRAD" has no microbatch (Action::ToString)
+          out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
         out += i + 1 < ranks[r].size() ? "\",\n" : "\"\n";
       }
       out += "      ]";
@@ -335,6 +344,8 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "W", &st.cost.w));
     st.cost.b = -1;
     if (cost->contains("B")) PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "B", &st.cost.b));
+    if (cost->contains("REDUCE_GRAD"))
+      PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "REDUCE_GRAD", &st.cost.reduce_grad));
     const json* mem;
     std::string mpath = path + ".memory_bytes";
     PW_RETURN_IF_ERROR(rd.Get(js, path, "memory_bytes", &mem));
@@ -343,6 +354,8 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "wstash", &st.memory.wstash));
     PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "send_forward", &st.memory.send_forward));
     PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "send_backward", &st.memory.send_backward));
+    if (mem->contains("reduce_buffer"))
+      PW_RETURN_IF_ERROR(rd.NonNegative(*mem, mpath, "reduce_buffer", &st.memory.reduce_buffer));
     plan.stages.push_back(st);
   }
   PW_RETURN_IF_ERROR(rd.Get(doc, "", "comm", &v));
@@ -438,11 +451,13 @@ std::string PlanToJson(const Plan& plan) {
     js["cost_s"]["I"] = s.cost.i;
     js["cost_s"]["W"] = s.cost.w;
     if (s.cost.b >= 0) js["cost_s"]["B"] = s.cost.b;
+    if (plan.dp_size > 1) js["cost_s"]["REDUCE_GRAD"] = s.cost.reduce_grad;
     js["memory_bytes"]["static"] = s.memory.static_bytes;
     js["memory_bytes"]["activation"] = s.memory.activation;
     js["memory_bytes"]["wstash"] = s.memory.wstash;
     js["memory_bytes"]["send_forward"] = s.memory.send_forward;
     js["memory_bytes"]["send_backward"] = s.memory.send_backward;
+    if (plan.dp_size > 1) js["memory_bytes"]["reduce_buffer"] = s.memory.reduce_buffer;
     doc["stages"].push_back(js);
   }
   doc["comm"]["latency_s"] = plan.comm.latency_s;

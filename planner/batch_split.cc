@@ -11,7 +11,11 @@
 
 namespace pw {
 
-StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
+namespace {
+
+// The splits of one replica's batch (o.global_batch_size already divided by
+// the data-parallel size).
+StatusOr<std::vector<BatchSplit>> ResolveReplicaBatch(const PlannerOptions& o) {
   auto equal = [](int64_t b, int m) {
     BatchSplit s;
     s.micro_batch_size = b;
@@ -82,6 +86,45 @@ StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
                                    " microbatches per step with every micro-batch size tried (1, 2, 4, 8); give "
                                    "--micro-batch-size (the batch is in sequences, not tokens)");
   return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
+  const int D = o.dp_size;
+  if (D < 1) return Status::InvalidArgument("--data-parallel-size must be >= 1, got " + std::to_string(D));
+  if (D == 1 || !o.global_batch_size || *o.global_batch_size < 1) {
+    PW_ASSIGN_OR_RETURN(std::vector<BatchSplit> splits, ResolveReplicaBatch(o));
+    for (BatchSplit& s : splits) s.global_batch_size *= D;
+    return splits;
+  }
+  // Megatron: global batch = dp x micro-batch x m, asserted divisible.
+  const int64_t G = *o.global_batch_size;
+  const std::string d = " x --data-parallel-size " + std::to_string(D);
+  if (G % D != 0)
+    return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not divisible by --data-parallel-size " +
+                                   std::to_string(D) + " (global batch = dp x micro-batch x m: each of the " +
+                                   std::to_string(D) + " replicas runs the same number of sequences); use " +
+                                   (G / D > 0 ? std::to_string(G / D * D) + " or " : std::string()) +
+                                   std::to_string((G / D + 1) * D));
+  if (o.micro_batch_size && *o.micro_batch_size >= 1 && G % (*o.micro_batch_size * D) != 0)
+    return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not divisible by --micro-batch-size " +
+                                   std::to_string(*o.micro_batch_size) + d + " = " +
+                                   std::to_string(*o.micro_batch_size * D) + " (Megatron asserts the same)");
+  if (o.num_microbatches && *o.num_microbatches >= 1 && G / D < *o.num_microbatches)
+    return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " / --data-parallel-size " +
+                                   std::to_string(D) + " = " + std::to_string(G / D) +
+                                   " sequences per replica is smaller than --num-microbatches " +
+                                   std::to_string(*o.num_microbatches) + ": a microbatch cannot be empty");
+  PlannerOptions replica = o;
+  replica.global_batch_size = G / D;
+  auto splits = ResolveReplicaBatch(replica);
+  if (!splits.ok())
+    return Status::InvalidArgument("per replica (--global-batch-size " + std::to_string(G) + " / --data-parallel-size " +
+                                   std::to_string(D) + " = " + std::to_string(G / D) + " sequences): " +
+                                   splits.status().message());
+  for (BatchSplit& s : *splits) s.global_batch_size *= D;
+  return splits;
 }
 
 }  // namespace pw

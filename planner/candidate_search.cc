@@ -30,12 +30,38 @@ int64_t SumStaticOfRank(const LayerCostTable& t, const Boundaries& b, const std:
 
 }  // namespace
 
+CandidateSearch::CandidateSearch(const PlannerModel& model, const PlannerOptions& options, int64_t limit)
+    : model_(model), opt_(options), limit_(limit) {
+  dp_.dp_size = options.dp_size;
+  dp_.distributed_optimizer = options.distributed_optimizer;
+  dp_.precision = options.precision;
+  if (model.device) {
+    dp_.link = model.device->DataParallelLink(options.dp_size);
+  } else {
+    // A layer-cost file or profile without --device: its own link (or none).
+    Recompute rc = Recompute::kNone;
+    if (model.table) {
+      auto parsed = ParseRecompute(model.table->recompute);
+      if (parsed.ok()) rc = *parsed;
+    }
+    auto t = CostsFor(model, options, options.micro_batch_size.value_or(1), rc);
+    if (t.ok() && t->comm) dp_.link = *t->comm;
+  }
+}
+
 StatusOr<const LayerCostTable*> CandidateSearch::Table(int64_t b, Recompute r) {
   auto key = std::make_pair(b, static_cast<int>(r));
   auto it = tables_.find(key);
   if (it == tables_.end()) {
     PW_ASSIGN_OR_RETURN(LayerCostTable t, CostsFor(model_, opt_, b, r));
+    std::vector<int64_t> params;
+    const int64_t per_param = StaticBytesPerParam(opt_.precision);
+    for (LayerCost& l : t.layers) {
+      params.push_back(l.static_bytes / per_param);
+      if (dp_.distributed_optimizer && dp_.dp_size > 1) l.static_bytes = StaticBytesOfParams(params.back(), dp_);
+    }
     it = tables_.emplace(key, std::move(t)).first;
+    params_[&it->second] = std::move(params);
   }
   return &it->second;
 }
@@ -143,6 +169,16 @@ void CandidateSearch::Record(Candidate& c, const Program& lowered, const SimResu
   c.steady_step_s = sim.steady_step_s;
   c.bubble_ratio = sim.bubble_ratio;
   c.step_s = opt_.objective == Objective::kMakespan ? sim.makespan_s : sim.steady_step_s;
+  c.reduce_s = 0;
+  double last_compute = 0;
+  for (int r = 0; r < lowered.pp_size; ++r) {
+    double sum = 0;
+    for (size_t i = 0; i < lowered.ranks[r].size(); ++i)
+      if (IsReduceGrad(lowered.ranks[r][i].type)) sum += sim.timing[r][i].end - sim.timing[r][i].start;
+    c.reduce_s = std::max(c.reduce_s, sum);
+    last_compute = std::max(last_compute, sim.per_rank[r].last_compute_end_s);
+  }
+  c.reduce_exposed_s = std::max(0.0, sim.makespan_s - last_compute);
   c.peak_bytes.clear();
   c.static_bytes.clear();
   c.max_peak_bytes = 0;
@@ -242,6 +278,17 @@ void CandidateSearch::Simulate(Candidate& c, const ScheduleInfo& family, const L
   req.num_microbatches = c.batch.num_microbatches;
   req.virtual_stages = lay.v;
   req.costs = BuildStageCosts(table, chosen, table.comm.value_or(CommModel{}));
+  // Data parallel: each stage's REDUCE_GRAD time and gradient buffer.
+  req.dp_size = dp_.dp_size;
+  if (dp_.dp_size > 1) {
+    const std::vector<int64_t>& params = LayerParams(lay.table);
+    for (int s = 0; s < lay.S; ++s) {
+      int64_t n = 0;
+      for (int l = chosen[s]; l < chosen[s + 1]; ++l) n += params[l];
+      req.costs.stages[s].reduce_grad = StageReduceSeconds(n, dp_);
+      req.costs.memory[s].reduce_buffer = ReduceBufferBytes(n, dp_);
+    }
+  }
   if (limit_ != kUnlimitedBytes && adaptive) {
     std::vector<int64_t> static_of(lay.P, 0);
     for (int s = 0; s < lay.S; ++s) static_of[s2r[s]] += req.costs.memory[s].static_bytes;

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "planner/data_parallel.h"
 #include "planner/memory_profile.h"
 #include "planner/partition.h"
 #include "planner/planner.h"
@@ -26,14 +27,19 @@ class CandidateSearch {
  public:
   // `limit`: per-rank bytes (kUnlimitedBytes = none). `model` and `options`
   // must outlive the search.
-  CandidateSearch(const PlannerModel& model, const PlannerOptions& options, int64_t limit)
-      : model_(model), opt_(options), limit_(limit) {}
+  CandidateSearch(const PlannerModel& model, const PlannerOptions& options, int64_t limit);
 
   int64_t limit() const { return limit_; }
 
   // Layer costs for micro-batch size `b` and recompute `r`, computed once
-  // (CostsFor). Errors: CostsFor's.
+  // (CostsFor); with ZeRO-1 each layer's static bytes hold 1/D of its
+  // optimizer state (StaticBytesOfParams). Errors: CostsFor's.
   StatusOr<const LayerCostTable*> Table(int64_t b, Recompute r);
+  // Parameters of each layer of a table from Table() (its static bytes before
+  // any ZeRO-1 sharding / StaticBytesPerParam).
+  const std::vector<int64_t>& LayerParams(const LayerCostTable* table) const { return params_.at(table); }
+  // The data-parallel model of this search (D, ZeRO-1, link, precision).
+  const DataParallelSpec& data_parallel() const { return dp_; }
 
   // Evaluates `c` (schedule, v, batch, recompute already set) of `family` in
   // place: feasible with its predictions and artifacts, or rejected with a
@@ -92,6 +98,8 @@ class CandidateSearch {
   const PlannerOptions& opt_;
   int64_t limit_ = kUnlimitedBytes;
   std::map<std::pair<int64_t, int>, LayerCostTable> tables_;  // (b, recompute) -> costs
+  std::map<const LayerCostTable*, std::vector<int64_t>> params_;  // per table: parameters of each layer
+  DataParallelSpec dp_;
   std::map<std::tuple<std::string, int, int>, UnitProgram> units_;  // (family, v, m)
 };
 

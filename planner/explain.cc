@@ -77,6 +77,12 @@ std::string MinPipelineText(const SearchResult& r) {
   return out;
 }
 
+// "; D=8 data-parallel replicas (ZeRO-1)", or "" for D = 1.
+std::string DataParallelText(const SearchResult& r) {
+  if (r.dp_size <= 1) return "";
+  return Row("; D=%d data-parallel replicas%s", r.dp_size, r.distributed_optimizer ? " (ZeRO-1)" : "");
+}
+
 // "74.41 GiB (capacity 79.65 GiB - runtime reserve 5.23 GiB)", or the limit
 // alone when it was given directly, or "unlimited".
 std::string LimitText(const SearchResult& r) {
@@ -91,12 +97,15 @@ std::string LimitText(const SearchResult& r) {
 
 std::string FormatCandidateTable(const SearchResult& r) {
   std::string out;
-  out += Row("objective: %s (%s); memory limit per rank: %s; P=%d\n", ObjectiveField(r.objective),
+  out += Row("objective: %s (%s); memory limit per rank: %s; P=%d%s\n", ObjectiveField(r.objective),
              r.objective == Objective::kMakespan ? "step ends at a global optimizer barrier"
                                                  : "steps overlap, no global barrier",
-             LimitText(r).c_str(), r.pp_size);
-  out += Row("%-4s %-17s %2s %5s %3s %-9s %11s %11s %11s %7s %21s  %s\n", "rank", "schedule", "v", "m", "b",
-             "recompute", "step_s", "makespan_s", "steady_s", "bubble", "peak GiB/rank max/min", "layers per stage");
+             LimitText(r).c_str(), r.pp_size, DataParallelText(r).c_str());
+  const bool dp = r.dp_size > 1;
+  out += Row("%-4s %-17s %2s %5s %3s %-9s %11s %11s %11s %7s%s %21s  %s\n", "rank", "schedule", "v", "m", "b",
+             "recompute", "step_s", "makespan_s", "steady_s", "bubble",
+             dp ? Row(" %11s %11s", "reduce_s", "exposed_s").c_str() : "", "peak GiB/rank max/min",
+             "layers per stage");
   int rank = 0, rejected = 0;
   for (size_t k = 0; k < r.candidates.size(); ++k) {
     const Candidate& c = r.candidates[k];
@@ -105,10 +114,11 @@ std::string FormatCandidateTable(const SearchResult& r) {
       continue;
     }
     int64_t mn = c.peak_bytes.empty() ? 0 : *std::min_element(c.peak_bytes.begin(), c.peak_bytes.end());
-    out += Row("%-4s %-17s %2d %5d %3lld %-9s %11.5f %11.5f %11.5f %7.4f %10.2f / %8.2f  %s\n",
+    out += Row("%-4s %-17s %2d %5d %3lld %-9s %11.5f %11.5f %11.5f %7.4f%s %10.2f / %8.2f  %s\n",
                (std::to_string(++rank) + (static_cast<int>(k) == r.chosen ? "*" : "")).c_str(), c.schedule.c_str(),
                c.virtual_stages, c.batch.num_microbatches, static_cast<long long>(c.batch.micro_batch_size),
-               c.recompute.c_str(), c.step_s, c.makespan_s, c.steady_step_s, c.bubble_ratio, GiB(c.max_peak_bytes),
+               c.recompute.c_str(), c.step_s, c.makespan_s, c.steady_step_s, c.bubble_ratio,
+               dp ? Row(" %11.5f %11.5f", c.reduce_s, c.reduce_exposed_s).c_str() : "", GiB(c.max_peak_bytes),
                GiB(mn), FormatStageSizes(c.boundaries).c_str());
   }
   if (rank == 0) out += "(no candidate fits)\n";
@@ -165,10 +175,10 @@ std::string FormatPlanSummary(const SearchResult& r, int next_best) {
   std::string out;
   int feasible = 0;
   for (const Candidate& c : r.candidates) feasible += c.feasible ? 1 : 0;
-  out += Row("objective: %s (%s); memory limit per rank: %s\n", ObjectiveField(r.objective),
+  out += Row("objective: %s (%s); memory limit per rank: %s%s\n", ObjectiveField(r.objective),
              r.objective == Objective::kMakespan ? "step ends at a global optimizer barrier"
                                                  : "steps overlap, no global barrier",
-             LimitText(r).c_str());
+             LimitText(r).c_str(), DataParallelText(r).c_str());
   out += FormatRejectionSummary(r);
   int shown = 0;
   for (size_t k = 0; k < r.candidates.size() && shown < next_best; ++k) {
@@ -188,6 +198,12 @@ std::string FormatPlanSummary(const SearchResult& r, int next_best) {
              ObjectiveField(r.objective), feasible, best.step_s, best.bubble_ratio,
              FormatBytes(best.max_peak_bytes).c_str(), headroom.c_str());
   out += Row("  layers per stage: %s\n", FormatStageSizes(best.boundaries).c_str());
+  if (r.dp_size > 1)
+    out += Row("  data parallel: P=%d x D=%d = %d devices, global batch %lld sequences; gradient %s %.6f s per "
+               "step on the busiest rank, %.6f s of it exposed (not hidden behind compute)\n",
+               r.pp_size, r.dp_size, r.pp_size * r.dp_size, static_cast<long long>(best.batch.global_batch_size),
+               r.distributed_optimizer ? "reduce-scatter + all-gather (ZeRO-1)" : "all-reduce", best.reduce_s,
+               best.reduce_exposed_s);
   return out;
 }
 
@@ -196,6 +212,10 @@ nlohmann::json CandidatesToJson(const SearchResult& r) {
   j["objective"] = ObjectiveField(r.objective);
   j["memory_limit_bytes"] = r.memory_limit_bytes ? nlohmann::json(*r.memory_limit_bytes) : nlohmann::json(nullptr);
   j["chosen"] = r.chosen;
+  if (r.dp_size > 1) {
+    j["dp_size"] = r.dp_size;
+    j["distributed_optimizer"] = r.distributed_optimizer;
+  }
   nlohmann::json list = nlohmann::json::array();
   for (const Candidate& c : r.candidates) {
     nlohmann::json e;
@@ -215,6 +235,10 @@ nlohmann::json CandidatesToJson(const SearchResult& r) {
       e["steady_step_s"] = c.steady_step_s;
       e["bubble_ratio"] = c.bubble_ratio;
       e["peak_memory_bytes"] = c.peak_bytes;
+      if (r.dp_size > 1) {
+        e["reduce_s"] = c.reduce_s;
+        e["reduce_exposed_s"] = c.reduce_exposed_s;
+      }
     }
     if (!c.boundaries.empty()) {
       std::vector<int> sizes;
@@ -228,6 +252,64 @@ nlohmann::json CandidatesToJson(const SearchResult& r) {
     j["smallest_feasible_pp"] = r.min_pp->pp_size;
     j["smaller_pp_reason"] = r.min_pp->smaller_reason;
   }
+  return j;
+}
+
+std::string FormatDeviceSplits(const DeviceSplitSearch& search) {
+  std::string out = Row("splits of %d devices into P pipeline ranks x D data-parallel replicas (best candidate of "
+                        "each):\n", search.num_devices);
+  out += Row("  %-4s %4s %5s  %-17s %2s %5s %3s %-9s %11s %9s %7s %11s %11s %9s\n", "", "P", "D", "schedule", "v",
+             "m", "b", "recompute", "step_s", "vs best", "bubble", "reduce_s", "exposed_s", "peak GiB");
+  const double best_step =
+      search.chosen >= 0
+          ? search.splits[search.chosen].result.candidates[search.splits[search.chosen].result.chosen].step_s
+          : 0.0;
+  for (size_t k = 0; k < search.splits.size(); ++k) {
+    const DeviceSplit& sp = search.splits[k];
+    const char* mark = static_cast<int>(k) == search.chosen ? "*" : "";
+    if (!sp.feasible()) {
+      out += Row("  %-4s %4d %5d  %s%s\n", mark, sp.pp_size, sp.dp_size, sp.searched ? "" : "not searched: ",
+                 sp.reason.substr(0, sp.reason.find('\n')).c_str());
+      continue;
+    }
+    const Candidate& c = sp.result.candidates[sp.result.chosen];
+    const double pct = best_step > 0 ? 100.0 * (c.step_s - best_step) / best_step : 0.0;
+    out += Row("  %-4s %4d %5d  %-17s %2d %5d %3lld %-9s %11.5f %+8.2f%% %7.4f %11.5f %11.5f %9.2f\n", mark,
+               sp.pp_size, sp.dp_size, c.schedule.c_str(), c.virtual_stages, c.batch.num_microbatches,
+               static_cast<long long>(c.batch.micro_batch_size), c.recompute.c_str(), c.step_s, pct, c.bubble_ratio,
+               c.reduce_s, c.reduce_exposed_s, GiB(c.max_peak_bytes));
+  }
+  return out;
+}
+
+nlohmann::json DeviceSplitsToJson(const DeviceSplitSearch& search) {
+  nlohmann::json j;
+  j["num_devices"] = search.num_devices;
+  j["chosen"] = search.chosen;
+  nlohmann::json list = nlohmann::json::array();
+  for (const DeviceSplit& sp : search.splits) {
+    nlohmann::json e;
+    e["pp_size"] = sp.pp_size;
+    e["dp_size"] = sp.dp_size;
+    e["feasible"] = sp.feasible();
+    if (!sp.feasible()) {
+      e["reason"] = sp.reason;
+    } else {
+      const Candidate& c = sp.result.candidates[sp.result.chosen];
+      e["schedule"] = c.schedule;
+      e["v"] = c.virtual_stages;
+      e["m"] = c.batch.num_microbatches;
+      e["micro_batch_size"] = c.batch.micro_batch_size;
+      e["recompute"] = c.recompute;
+      e["step_s"] = c.step_s;
+      e["bubble_ratio"] = c.bubble_ratio;
+      e["reduce_s"] = c.reduce_s;
+      e["reduce_exposed_s"] = c.reduce_exposed_s;
+      e["peak_memory_bytes"] = c.max_peak_bytes;
+    }
+    list.push_back(e);
+  }
+  j["splits"] = list;
   return j;
 }
 

@@ -46,4 +46,17 @@ std::string FormatPlanSummary(const SearchResult& result, int next_best = 4);
 //  "smallest_feasible_pp": ..., "smaller_pp_reason": ...}
 nlohmann::json CandidatesToJson(const SearchResult& result);
 
+// The --num-devices table: one row per split P x D (ascending P) with its
+// best candidate (schedule, v, m, b, recompute, step time and its difference
+// to the chosen split, bubble, all-reduce time and its exposed part, peak
+// memory), or why no candidate of the split fits. The chosen row is marked '*'.
+std::string FormatDeviceSplits(const DeviceSplitSearch& search);
+
+// {"num_devices": N, "chosen": k, "splits": [{"pp_size", "dp_size",
+//  "feasible", "reason" | ("schedule", "v", "m", "micro_batch_size",
+//  "recompute", "step_s", "bubble_ratio", "reduce_s", "reduce_exposed_s",
+//  "peak_memory_bytes")}]}: the table above, for tools and the plan's
+// "planner" section.
+nlohmann::json DeviceSplitsToJson(const DeviceSplitSearch& search);
+
 }  // namespace pw

@@ -39,6 +39,7 @@ StatusOr<Plan> BuildPlan(const SearchResult& r, const PlannerModel& model, const
   t.precision = o.precision;
   t.global_barrier = o.clip_grad_norm > 0;
   t.clip_grad_norm = o.clip_grad_norm;
+  t.distributed_optimizer = o.distributed_optimizer && o.dp_size > 1;
   plan.training = t;
   nlohmann::json planner = CandidatesToJson(r);
   if (model.device) planner["device"] = DeviceSpecToJson(*model.device);

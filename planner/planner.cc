@@ -9,6 +9,7 @@
 
 #include "planner/explain.h"
 #include "planner/candidate_search.h"
+#include "planner/data_parallel.h"
 #include "planner/memory_profile.h"
 #include "planner/partition.h"
 #include "schedules/pipeline.h"
@@ -98,6 +99,11 @@ std::vector<Recompute> RecomputeOptions(const PlannerModel& model, const Planner
 
 StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const PlannerOptions& o) {
   if (o.pp_size < 1) return Status::InvalidArgument("--pp must be >= 1, got " + std::to_string(o.pp_size));
+  if (o.dp_size < 1)
+    return Status::InvalidArgument("--data-parallel-size must be >= 1, got " + std::to_string(o.dp_size));
+  if (o.distributed_optimizer && o.dp_size < 2)
+    return Status::InvalidArgument("--use-distributed-optimizer shards the optimizer state over the data-parallel "
+                                   "ranks: it needs --data-parallel-size >= 2, got " + std::to_string(o.dp_size));
   if (o.virtual_stages && *o.virtual_stages < 1)
     return Status::InvalidArgument("--num-virtual-stages-per-pipeline-rank must be >= 1, got " +
                                    std::to_string(*o.virtual_stages));
@@ -114,6 +120,7 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
   PW_ASSIGN_OR_RETURN(std::vector<BatchSplit> batches, ResolveBatch(o));
   if (batches.empty())
     return Status::InvalidArgument("--global-batch-size " + std::to_string(*o.global_batch_size) +
+                                   (o.dp_size > 1 ? " / --data-parallel-size " + std::to_string(o.dp_size) : std::string()) +
                                    " is not divisible by any micro-batch size tried (1, 2, 4, 8); give --micro-batch-size");
   const std::vector<Recompute> recomputes = RecomputeOptions(model, o);
   int64_t limit = kUnlimitedBytes;
@@ -150,6 +157,8 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
   SearchResult result;
   result.objective = o.objective;
   result.pp_size = o.pp_size;
+  result.dp_size = o.dp_size;
+  result.distributed_optimizer = o.distributed_optimizer && o.dp_size > 1;
   if (limit != kUnlimitedBytes) result.memory_limit_bytes = limit;
   result.capacity_bytes = capacity;
   result.reserve_bytes = reserve;
@@ -247,6 +256,13 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
     if (t.ok()) {
       int64_t total = 0;
       for (const LayerCost& l : t->layers) total += l.static_bytes;
+      if (options.distributed_optimizer && options.dp_size > 1) {  // ZeRO-1 shards the optimizer state
+        DataParallelSpec dp;
+        dp.dp_size = options.dp_size;
+        dp.distributed_optimizer = true;
+        dp.precision = options.precision;
+        total = StaticBytesOfParams(total / StaticBytesPerParam(options.precision), dp);
+      }
       const int64_t lb = (total + *limit - 1) / *limit;
       if (lb > 1) {
         first = static_cast<int>(std::min<int64_t>(lb, max_pp + 1));
@@ -332,6 +348,7 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
     }
     const int total = static_cast<int>(r.candidates.size());
     std::string msg = "no candidate fits on P=" + std::to_string(options.pp_size) + " ranks";
+    if (options.dp_size > 1) msg += " (x D=" + std::to_string(options.dp_size) + " data-parallel replicas)";
     if (memory > 0 && r.memory_limit_bytes) msg += " with --memory-limit " + FormatBytes(*r.memory_limit_bytes);
     if (memory < total) {
       msg += memory == 0 ? ": every candidate was refused: " : ": " + std::to_string(total - memory) + " of " +
@@ -356,6 +373,82 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
     return Status::Infeasible(msg);
   }
   return r;
+}
+
+namespace {
+
+// The rejection closest to fitting: a memory one with the smallest peak,
+// else the first; "" for an empty table.
+std::string ClosestRejection(const SearchResult& r) {
+  const Candidate* best = nullptr;
+  for (const Candidate& c : r.candidates) {
+    if (c.reject != RejectKind::kMemory) continue;
+    if (!best || (c.max_peak_bytes > 0 && c.max_peak_bytes < best->max_peak_bytes)) best = &c;
+  }
+  if (!best && !r.candidates.empty()) best = &r.candidates.front();
+  if (!best) return "";
+  return best->schedule + " v=" + std::to_string(best->virtual_stages) + " b=" +
+         std::to_string(best->batch.micro_batch_size) + " recompute=" + best->recompute + ": " + best->reason;
+}
+
+}  // namespace
+
+StatusOr<DeviceSplitSearch> SearchDeviceSplits(const PlannerModel& model, const PlannerOptions& options,
+                                               int num_devices) {
+  if (num_devices < 1) return Status::InvalidArgument("--num-devices must be >= 1, got " + std::to_string(num_devices));
+  if (num_devices > (1 << 20))
+    return Status::InvalidArgument("--num-devices " + std::to_string(num_devices) + " is more than 1048576");
+  if (options.clip_grad_norm > 0 && options.objective == Objective::kSteady)
+    return Status::InvalidArgument(
+        "--clip-grad-norm with --objective steady: clipping by the global norm puts a barrier at the end of every "
+        "step, so the step time is makespan_s, not steady_step_s (PLAN_FORMAT rule 9); use --objective makespan");
+  // The layer count bounds P (a stage cannot be empty).
+  PW_ASSIGN_OR_RETURN(LayerCostTable probe, CostsFor(model, options, options.micro_batch_size.value_or(1),
+                                                     model.table ? ParseRecompute(model.table->recompute).ok()
+                                                                       ? *ParseRecompute(model.table->recompute)
+                                                                       : Recompute::kNone
+                                                                 : Recompute::kNone));
+  const int L = static_cast<int>(probe.layers.size());
+  DeviceSplitSearch out;
+  out.num_devices = num_devices;
+  bool all_invalid = true;
+  for (int P = 1; P <= num_devices && P <= L; ++P) {
+    if (num_devices % P != 0) continue;
+    DeviceSplit sp;
+    sp.pp_size = P;
+    sp.dp_size = num_devices / P;
+    PlannerOptions o = options;
+    o.pp_size = P;
+    o.dp_size = sp.dp_size;
+    o.find_min_pp = false;
+    if (o.dp_size < 2) o.distributed_optimizer = false;  // one replica: nothing to shard
+    auto r = EvaluateCandidates(model, o);
+    if (!r.ok()) {
+      if (r.status().code() != StatusCode::kInvalidArgument) return r.status();
+      sp.reason = r.status().message();
+    } else {
+      all_invalid = false;
+      sp.searched = true;
+      sp.result = std::move(*r);
+      if (sp.result.chosen < 0) sp.reason = "no candidate fits; the closest: " + ClosestRejection(sp.result);
+    }
+    out.splits.push_back(std::move(sp));
+  }
+  for (size_t k = 0; k < out.splits.size(); ++k) {
+    if (!out.splits[k].feasible()) continue;
+    const double step = out.splits[k].result.candidates[out.splits[k].result.chosen].step_s;
+    if (out.chosen < 0 || step < out.splits[out.chosen].result.candidates[out.splits[out.chosen].result.chosen].step_s)
+      out.chosen = static_cast<int>(k);
+  }
+  if (out.chosen < 0) {
+    std::string msg = "no split of --num-devices " + std::to_string(num_devices) + " into P x D fits:";
+    for (const DeviceSplit& sp : out.splits)
+      msg += "\n  P=" + std::to_string(sp.pp_size) + " x D=" + std::to_string(sp.dp_size) + ": " + sp.reason;
+    if (out.splits.empty()) msg += " (no P <= the layer count divides it)";
+    if (all_invalid) return Status::InvalidArgument(msg);
+    return Status::Infeasible(msg);
+  }
+  return out;
 }
 
 }  // namespace pw

@@ -41,6 +41,13 @@ StatusOr<Objective> ParseObjective(const std::string& text);
 // The user's request. Flag names in errors are the CLI's (Megatron style).
 struct PlannerOptions {
   int pp_size = 0;                             // --pipeline-model-parallel-size / --pp (P)
+  // --data-parallel-size / --dp (D): replicas of the pipeline; world size
+  // P x D. The batch flags then count the global batch over all replicas
+  // (global = D x micro-batch x m, Megatron's rule).
+  int dp_size = 1;
+  // --use-distributed-optimizer: ZeRO-1 (AdamW state sharded over the D
+  // replicas; reduce-scatter + all-gather instead of all-reduce).
+  bool distributed_optimizer = false;
   std::optional<int> num_microbatches;         // --num-microbatches (m)
   std::optional<int64_t> micro_batch_size;     // --micro-batch-size (b); unset = try 1, 2, 4, 8
   std::optional<int64_t> global_batch_size;    // --global-batch-size (sequences per step)
@@ -91,15 +98,16 @@ struct PlannerModel {
 struct BatchSplit {
   int64_t micro_batch_size = 1;               // b used for costs (the largest microbatch)
   int num_microbatches = 1;                   // m
-  int64_t global_batch_size = 1;              // sum of microbatch_sizes
-  std::vector<int64_t> microbatch_sizes;      // size m; unequal only when the flags ask for it
+  int64_t global_batch_size = 1;              // D x sum of microbatch_sizes (over all replicas)
+  std::vector<int64_t> microbatch_sizes;      // per replica, size m; unequal only when the flags ask for it
 };
 
 // Resolves --global-batch-size / --micro-batch-size / --num-microbatches
-// (Megatron: m = global / micro, asserted divisible). Returns the splits to
-// search. Errors (InvalidArgument, naming the flags and the numbers): none of
-// --global-batch-size / --num-microbatches given; global not divisible by
-// --micro-batch-size; the three flags disagree; global < m. With
+// (Megatron: m = global / (micro x dp), asserted divisible). Returns the
+// splits to search, per replica. Errors (InvalidArgument, naming the flags and
+// the numbers): none of --global-batch-size / --num-microbatches given;
+// global not divisible by --data-parallel-size, or by --micro-batch-size x
+// --data-parallel-size; the three flags disagree; global / dp < m. With
 // --global-batch-size and --num-microbatches not dividing it, microbatches
 // are unequal (sizes differ by one, larger first) and recorded in the plan.
 StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& options);
@@ -138,6 +146,11 @@ struct Candidate {
   double makespan_s = 0;
   double steady_step_s = 0;
   double bubble_ratio = 0;  // PLAN_FORMAT rule 8 (global idle fraction)
+  // Data parallel (dp_size > 1): the largest per-rank sum of REDUCE_GRAD
+  // seconds, and how much the reductions lengthen the step (makespan - the
+  // last compute's end, >= 0).
+  double reduce_s = 0;
+  double reduce_exposed_s = 0;
   // Per rank: simulated peak (rule 7) + the largest recompute workspace of its stages.
   std::vector<int64_t> peak_bytes;
   std::vector<int64_t> static_bytes;
@@ -158,6 +171,8 @@ struct SearchResult {
   // free (limit = capacity - reserve).
   std::optional<int64_t> capacity_bytes, reserve_bytes;
   int pp_size = 0;
+  int dp_size = 1;
+  bool distributed_optimizer = false;
   std::vector<Candidate> candidates;  // ranked: feasible by step time, then rejected in search order
   int chosen = -1;                    // index into candidates, -1 if none fits
   std::optional<MinPipeline> min_pp;  // when options.find_min_pp
@@ -185,6 +200,30 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
 // candidate table, recompute workspace per rank).
 // Same inputs -> byte-identical PlanToJson. InvalidArgument if nothing chosen.
 StatusOr<Plan> BuildPlan(const SearchResult& result, const PlannerModel& model, const PlannerOptions& options);
+
+// --num-devices N: one search per split P x D = N (P from 1 to the layer
+// count, D = N / P), each as SearchPlans with find_min_pp off.
+struct DeviceSplit {
+  int pp_size = 0;
+  int dp_size = 0;
+  bool searched = false;   // false: refused before searching (reason says why)
+  std::string reason;      // why no candidate of this split fits or why it was not searched (empty if one fits)
+  SearchResult result;     // when searched
+  bool feasible() const { return searched && result.chosen >= 0; }
+};
+struct DeviceSplitSearch {
+  int num_devices = 0;
+  std::vector<DeviceSplit> splits;  // ascending P
+  int chosen = -1;                  // index of the split with the best step time (ties: smaller P), -1 if none fits
+};
+// Runs the --num-devices search (options.pp_size and dp_size are ignored).
+// A split is refused without searching when D does not divide the global
+// batch (naming the numbers) or the static bytes cannot fit P ranks.
+// Errors: InvalidArgument for num_devices < 1 and for flag errors that hold
+// for every split; Infeasible when no split fits (every split's reason in
+// the message).
+StatusOr<DeviceSplitSearch> SearchDeviceSplits(const PlannerModel& model, const PlannerOptions& options,
+                                               int num_devices);
 
 // Layer costs of `model` for micro-batch size b and recompute `r`
 // (InvalidArgument when a fixed cost table was made for another b or r, or a

@@ -47,6 +47,8 @@ class Engine {
     blocked_.assign(p.pp_size, Blocked{});
     pos_.assign(p.pp_size, 0);
     free_.assign(p.pp_size, 0.0);
+    reduce_free_.assign(p.pp_size, 0.0);
+    held_buffers_.assign(p.pp_size, 0);
     mem_.assign(p.pp_size, 0);
     result_.timing.resize(p.pp_size);
     result_.per_rank.resize(p.pp_size);
@@ -184,7 +186,7 @@ class Engine {
     while (pos_[r] < list.size()) {
       const Action& a = list[pos_[r]];
       const int s = a.stage, mb = a.microbatch;
-      const size_t k = Key(s, mb);
+      const size_t k = IsReduceGrad(a.type) ? 0 : Key(s, mb);
       ActionTiming& t = result_.timing[r][pos_[r]];
       switch (a.type) {
         case ActionType::kSendF:
@@ -283,6 +285,25 @@ class Engine {
           Compute(r, t, ready, ready + c_.stages[s].w, MemoryDelta(a.type, c_.memory[s]));
           break;
         }
+        case ActionType::kReduceGrad: {
+          // Posted when the rank reaches it; runs on the rank's own
+          // data-parallel lane (one collective at a time, in list order)
+          // while the rank goes on computing.
+          const double start = std::max(free_[r], reduce_free_[r]);
+          t.start = start;
+          t.end = start + c_.stages[s].reduce_grad;
+          reduce_free_[r] = t.end;
+          // Its gradient buffer is held until the step ends (Finish).
+          const int64_t buffer = c_.memory[s].reduce_buffer;
+          if (buffer != 0) {
+            mem_[r] += buffer;
+            held_buffers_[r] += buffer;
+            RankResult& rr = result_.per_rank[r];
+            rr.peak_memory_bytes = std::max(rr.peak_memory_bytes, mem_[r]);
+            rr.memory.push_back({free_[r], mem_[r]});  // allocated when posted
+          }
+          break;
+        }
       }
       ++pos_[r];
     }
@@ -315,13 +336,21 @@ class Engine {
     if (!marks.empty())
       return Status::InvalidArgument("deadlock: no rank can make progress" + why + "\n" + FormatGrid(p_, marks));
     double sum_busy = 0;
+    for (int r = 0; r < p_.pp_size; ++r)
+      for (const ActionTiming& t : result_.timing[r]) result_.makespan_s = std::max(result_.makespan_s, t.end);
     for (int r = 0; r < p_.pp_size; ++r) {
       RankResult& rr = result_.per_rank[r];
+      if (held_buffers_[r] != 0) {  // the optimizer step frees the reduction buffers
+        mem_[r] -= held_buffers_[r];
+        rr.memory.push_back({result_.makespan_s, mem_[r]});
+      }
       rr.end_memory_bytes = mem_[r];
       if (rr.first_compute_start_s == std::numeric_limits<double>::infinity()) rr.first_compute_start_s = 0;
       sum_busy += rr.busy_s;
-      for (const ActionTiming& t : result_.timing[r]) result_.makespan_s = std::max(result_.makespan_s, t.end);
-      result_.steady_step_s = std::max(result_.steady_step_s, rr.last_compute_end_s - rr.first_compute_start_s);
+      // A rank's next step needs its reduced gradients (its optimizer step
+      // waits for its REDUCE_GRADs): they end its step too.
+      result_.steady_step_s = std::max(result_.steady_step_s,
+                                       std::max(rr.last_compute_end_s, reduce_free_[r]) - rr.first_compute_start_s);
     }
     double total = p_.pp_size * result_.makespan_s;
     result_.bubble_ratio = BubbleRatio(sum_busy, p_.pp_size, result_.makespan_s);
@@ -342,6 +371,8 @@ class Engine {
   std::vector<Blocked> blocked_;  // per rank
   std::vector<size_t> pos_;
   std::vector<double> free_;
+  std::vector<double> reduce_free_;  // per rank: when its data-parallel lane is free
+  std::vector<int64_t> held_buffers_;  // per rank: reduction buffers held until the step ends
   std::vector<int64_t> mem_;
   SimResult result_;
 };

@@ -6,6 +6,11 @@
 // a rank runs its list in order; compute occupies it for the stage's cost;
 // SEND/RECV are posted in zero time; a compute that consumes a message starts
 // at max(rank free, message arrival = send post + latency + bytes/bandwidth).
+// REDUCE_GRAD (rule 10) is posted when the rank reaches it and runs for its
+// stage's cost.reduce_grad on the rank's own data-parallel lane (one
+// reduction at a time, in list order) while the rank computes on; the step
+// (makespan) ends when the last reduction is done, so only its exposed part
+// lengthens the step. Its reduce_buffer bytes are held until the step ends.
 // A compute-only program (no SEND/RECV) is simulated as if every cross-rank
 // dependency were sent right after its producer and received in time.
 // Cost: linear in the number of actions (each action is visited once; a
@@ -42,14 +47,15 @@ struct RankResult {
   int64_t start_memory_bytes = 0;      // static bytes of the rank's stages
   int64_t end_memory_bytes = 0;        // where the walk ends (== start for a sound plan)
   int64_t peak_memory_bytes = 0;       // max of the walk (rule 7)
-  std::vector<MemoryPoint> memory;     // walk, one point per compute action (at its end)
+  std::vector<MemoryPoint> memory;     // walk, one point per compute action (at its end), per REDUCE_GRAD
+                                       // holding a buffer (at its start) and one at the makespan freeing them
 };
 
 struct SimResult {
   std::vector<std::vector<ActionTiming>> timing;  // [rank][index], same shape as Program::ranks
   std::vector<RankResult> per_rank;               // size P
   double makespan_s = 0.0;      // latest end of any action (rule 8)
-  double steady_step_s = 0.0;   // max over ranks of last compute end - first compute start (rule 9)
+  double steady_step_s = 0.0;   // max over ranks of last compute (or REDUCE_GRAD) end - first compute start (rule 9)
   double bubble_ratio = 0.0;    // 1 - sum(busy) / (P * makespan) (rule 8)
   double bubble_overhead = 0.0; // Megatron's idle/busy: (P*makespan - sum busy) / sum busy
 };

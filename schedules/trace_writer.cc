@@ -20,6 +20,7 @@ int PeerStage(const Action& a) {
     case ActionType::kRecvB: return a.stage + 1;
     case ActionType::kRecvF:
     case ActionType::kSendB: return a.stage - 1;
+    case ActionType::kReduceGrad: return -1;  // a collective over the data-parallel group: no pipeline peer
     default: return a.stage;
   }
 }

@@ -13,6 +13,8 @@ constexpr double kRight = 210;      // room for per-rank numbers
 constexpr double kHeader = 64;      // title + summary lines
 constexpr double kLaneHeight = 24;
 constexpr double kLanePitch = 34;
+constexpr double kReduceBarHeight = 4;       // REDUCE_GRAD bars, in the gap under a lane, below the critical-path bar
+constexpr const char* kReduceColor = "#8e44ad";  // purple: the critical path is red
 constexpr double kAxis = 36;        // tick labels under the lanes
 constexpr double kMemHeight = 44;
 constexpr double kMemPitch = 56;
@@ -223,6 +225,21 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
                 "\" height=\"3\" fill=\"#d62728\" pointer-events=\"none\"/>\n";
     }
     s += bars;
+    // Data-parallel gradient reductions (REDUCE_GRAD): a thin bar in the gap
+    // under the lane, from the reduction's start to its end (its own lane:
+    // it overlaps the rank's later compute).
+    for (const TimelineBlock& b : tr.comm) {
+      if (!IsReduceGrad(b.action.type) || win.Hides(b.start, b.end)) continue;
+      const std::string name = b.action.ToString();
+      s += "<rect class=\"blk REDUCE_GRAD\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name +
+           "\" data-start=\"" + T(b.start) + "\" data-end=\"" + T(b.end) + "\" x=\"" + N(g.X(b.start)) +
+           "\" y=\"" + N(y + kLaneHeight + 5.5) + "\" width=\"" + N(std::max(1.0, g.X(b.end) - g.X(b.start))) +
+           "\" height=\"" + N(kReduceBarHeight) + "\" fill=\"" + kReduceColor + "\"><title>" +
+           XmlEscape(Fmt("rank %d: %s (gradient reduction of stage %d over its data-parallel group) %s .. %s, %s", r,
+                         name.c_str(), b.action.stage, FormatSeconds(b.start).c_str(), FormatSeconds(b.end).c_str(),
+                         FormatSeconds(b.end - b.start).c_str())) +
+           "</title></rect>\n";
+    }
     s += Fmt("<text x=\"%s\" y=\"%s\" dominant-baseline=\"middle\" fill=\"#333\">busy %s, idle %.1f%%</text>\n",
              N(g.plot_end_x + 8).c_str(), N(y + kLaneHeight / 2).c_str(), FormatSeconds(tr.busy_s).c_str(),
              t.makespan_s > 0 ? 100.0 * tr.idle_s / t.makespan_s : 0.0);
@@ -404,6 +421,15 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     s += "<rect x=\"" + N(lx) + "\" y=\"" + N(ly - 1) + "\" width=\"18\" height=\"3\" fill=\"#d62728\"/><text x=\"" +
          N(lx + 22) + "\" y=\"" + N(ly + 1) + "\">critical path</text>\n";
     lx += 110;
+  }
+  const bool reduces = std::any_of(t.ranks.begin(), t.ranks.end(), [](const TimelineRank& r) {
+    return std::any_of(r.comm.begin(), r.comm.end(), [](const TimelineBlock& b) { return IsReduceGrad(b.action.type); });
+  });
+  if (reduces) {
+    s += "<rect x=\"" + N(lx) + "\" y=\"" + N(ly - 6) + "\" width=\"14\" height=\"" + N(kReduceBarHeight) +
+         "\" fill=\"" + kReduceColor + "\"/><text x=\"" + N(lx + 18) + "\" y=\"" + N(ly + 1) +
+         "\">REDUCE_GRAD (data-parallel all-reduce)</text>\n";
+    lx += 270;
   }
   s += "<line x1=\"" + N(lx) + "\" y1=\"" + N(ly - 3) + "\" x2=\"" + N(lx + 24) + "\" y2=\"" + N(ly - 3) +
        "\" stroke=\"#444\" marker-end=\"url(#arrowhead)\"/><text x=\"" + N(lx + 30) + "\" y=\"" + N(ly + 1) +

@@ -100,6 +100,7 @@ Timeline TimelineFromSimulation(const Program& program, const StageCosts& costs,
   t.pp_size = program.pp_size;
   t.num_stages = program.num_stages;
   t.num_microbatches = program.num_microbatches;
+  t.dp_size = program.dp_size;
   t.stage_to_rank = program.stage_to_rank;
   t.memory_limit_bytes = memory_limit_bytes;
   t.ranks.resize(program.pp_size);
@@ -177,9 +178,14 @@ void ComputeTimelineMetrics(Timeline* t) {
       tr.last_compute_end_s = std::max(tr.last_compute_end_s, b.end);
       t->makespan_s = std::max(t->makespan_s, b.end);
     }
-    for (const TimelineBlock& b : tr.comm) t->makespan_s = std::max(t->makespan_s, b.end);
+    double reduce_end = 0;  // a rank's step also waits for its gradient reductions (simulate.h)
+    for (const TimelineBlock& b : tr.comm) {
+      t->makespan_s = std::max(t->makespan_s, b.end);
+      if (IsReduceGrad(b.action.type)) reduce_end = std::max(reduce_end, b.end);
+    }
     if (tr.compute.empty()) tr.first_compute_start_s = 0;
-    t->steady_step_s = std::max(t->steady_step_s, tr.last_compute_end_s - tr.first_compute_start_s);
+    t->steady_step_s =
+        std::max(t->steady_step_s, std::max(tr.last_compute_end_s, reduce_end) - tr.first_compute_start_s);
     sum_busy += tr.busy_s;
     tr.peak_memory_bytes = 0;
     for (size_t i = 0; i < tr.memory.size(); ++i)
@@ -201,7 +207,10 @@ Program TimelineProgram(const Timeline& t) {
     all.insert(all.end(), t.ranks[r].comm.begin(), t.ranks[r].comm.end());
     std::stable_sort(all.begin(), all.end(),
                      [](const TimelineBlock& a, const TimelineBlock& b) { return a.index < b.index; });
-    for (const TimelineBlock& b : all) p.ranks[r].push_back(b.action);
+    for (const TimelineBlock& b : all) {
+      p.ranks[r].push_back(b.action);
+      if (IsReduceGrad(b.action.type)) p.dp_size = std::max(p.dp_size, std::max(t.dp_size, 2));
+    }
   }
   return p;
 }

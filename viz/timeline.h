@@ -43,7 +43,7 @@ struct TimelineMessage {
 struct TimelineRank {
   std::vector<int> stages;             // stages held by the rank, ascending
   std::vector<TimelineBlock> compute;  // F/B/I/W in list order
-  std::vector<TimelineBlock> comm;     // SEND/RECV in list order
+  std::vector<TimelineBlock> comm;     // SEND/RECV and REDUCE_GRAD in list order
   std::vector<MemoryPoint> memory;     // bytes in use after each time (step function); may be empty
   int64_t peak_memory_bytes = 0;       // max of `memory` (0 if unknown)
   double busy_s = 0.0;                 // sum of compute durations
@@ -60,6 +60,9 @@ struct Timeline {
   int pp_size = 0;
   int num_stages = 0;
   int num_microbatches = 0;
+  // Data-parallel replicas (REDUCE_GRAD spans sit on the comm lanes); a
+  // trace read back does not record it: 2 when it holds reductions.
+  int dp_size = 1;
   std::vector<int> stage_to_rank;
   std::vector<TimelineRank> ranks;  // size pp_size
   std::vector<TimelineMessage> messages;

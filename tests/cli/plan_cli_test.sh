@@ -64,6 +64,26 @@ refuse 2 '--max-virtual-stages 1: Interleaved 1F1B needs v >= 2' $G --schedule i
 refuse 2 'GPipe needs v in \[1, 1\]' $G --schedule gpipe --num-virtual-stages-per-pipeline-rank 2
 refuse 2 'every candidate was refused: .*S = P\*v = 20 stages > 14 layers' $G --num-virtual-stages-per-pipeline-rank 5
 grep -q 'smallest P that fits' "$T/rerr.txt" && fail "invalid v blamed on memory: $(head -c 400 "$T/rerr.txt")"
+# Data parallel (#13): the batch must divide over the replicas, ZeRO-1 needs replicas, --num-devices alone.
+D="--model-config gpt2 --device cpu-core --pp 2 --schedule 1f1b --no-min-pp"
+refuse 2 '--global-batch-size 30 is not divisible by --data-parallel-size 4' $D --dp 4 --global-batch-size 30
+refuse 2 'not divisible by --micro-batch-size 4 x --data-parallel-size 2 = 8' $D --dp 2 --global-batch-size 20 --micro-batch-size 4
+refuse 2 '--use-distributed-optimizer .*needs --data-parallel-size >= 2' $D --num-microbatches 4 --use-distributed-optimizer
+refuse 2 '--data-parallel-size must be >= 1, got 0' $D --dp 0 --num-microbatches 4
+refuse 2 '--num-devices chooses the split P x D itself' $D --num-devices 4 --num-microbatches 4
+refuse 2 'give --pp P' --model-config gpt2 --device cpu-core --num-microbatches 4
+"$PW" plan $D --dp 2 --global-batch-size 16 --micro-batch-size 2 --use-distributed-optimizer -o "$T/dp.json" \
+  > "$T/dp.txt" || fail "dp plan failed: $(cat "$T/dp.txt")"
+grep -q 'data parallel: P=2 x D=2 = 4 devices, global batch 16 sequences' "$T/dp.txt" || fail "no dp summary: $(cat "$T/dp.txt")"
+python3 -c "
+import json,sys; p=json.load(open('$T/dp.json')); t=p['training']
+ok = p['dp_size']==2 and t['distributed_optimizer'] and t['global_batch_size']==16 and t['microbatch_sizes']==[2]*4
+ok = ok and all(sum(a.endswith('REDUCE_GRAD') for a in r['actions'])==1 for r in p['ranks'])
+sys.exit(0 if ok else 1)" || fail "dp plan fields: $(head -c 600 "$T/dp.json")"
+"$PW" validate "$T/dp.json" > /dev/null || fail "validate refuses the dp plan"
+"$PW" plan --model-config gpt2 --device cpu-core --num-devices 4 --global-batch-size 16 --micro-batch-size 2 \
+  --schedule 1f1b -o "$T/nd.json" > "$T/nd.txt" || fail "--num-devices failed: $(cat "$T/nd.txt")"
+grep -q 'splits of 4 devices' "$T/nd.txt" || fail "no split table: $(cat "$T/nd.txt")"
 # Model limits: --seq-length beyond n_positions; n_embd not divisible by n_head.
 CFG="$(dirname "$0")/../../models/configs/gpt2.json"
 python3 -c "import json,sys; c=json.load(open(sys.argv[1])); c['n_positions']=64; json.dump(c,open(sys.argv[2],'w'))" \
