@@ -14,6 +14,9 @@ struct StageCost {
   double i = 1.0;   // input-gradient backward
   double w = 1.0;   // weight-gradient backward
   double b = -1.0;  // full backward; < 0 means "i + w" (PLAN_FORMAT: B = I + W unless given)
+  // Data-parallel gradient reduction of the stage once per step (REDUCE_GRAD):
+  // all-reduce, or reduce-scatter + all-gather with ZeRO-1; 0 when dp_size 1.
+  double reduce_grad = 0.0;
   double B() const { return b >= 0 ? b : i + w; }
 };
 

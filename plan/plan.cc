@@ -16,6 +16,7 @@ Program PlanProgram(const Plan& plan) {
   p.pp_size = plan.pp_size;
   p.num_stages = plan.num_stages;
   p.num_microbatches = plan.num_microbatches;
+  p.dp_size = plan.dp_size;
   p.stage_to_rank = plan.stage_to_rank;
   p.ranks = plan.ranks;
   return p;
@@ -44,6 +45,7 @@ Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCo
   plan.pp_size = lowered.pp_size;
   plan.num_stages = lowered.num_stages;
   plan.num_microbatches = lowered.num_microbatches;
+  plan.dp_size = lowered.dp_size;
   plan.stage_to_rank = lowered.stage_to_rank;
   for (int s = 0; s < lowered.num_stages; ++s) {
     PlanStage st;

@@ -69,6 +69,8 @@ struct PlanTraining {
   // the step time is makespan_s, not steady_step_s (PLAN_FORMAT rule 9).
   bool global_barrier = false;
   double clip_grad_norm = 0.0;          // 0 = no clipping
+  // ZeRO-1: AdamW state sharded over the dp_size replicas (TEMP until dp-plan lands it).
+  bool distributed_optimizer = false;
 };
 
 struct Plan {

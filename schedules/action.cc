@@ -8,7 +8,8 @@ namespace pw {
 
 namespace {
 constexpr std::array<const char*, kNumActionTypes> kNames = {"F",      "B",      "I",      "W",
-                                                             "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+                                                             "SEND_F", "RECV_F", "SEND_B", "RECV_B",
+                                                             "REDUCE_GRAD"};
 
 // Reads a run of decimal digits at text[*pos]; false if none or overflow.
 bool ReadNumber(std::string_view text, size_t* pos, int32_t* out) {
@@ -28,6 +29,7 @@ bool ReadNumber(std::string_view text, size_t* pos, int32_t* out) {
 const char* ActionTypeName(ActionType type) { return kNames[static_cast<size_t>(type)]; }
 
 std::string Action::ToString() const {
+  if (type == ActionType::kReduceGrad) return std::to_string(stage) + ActionTypeName(type);
   return std::to_string(stage) + ActionTypeName(type) + std::to_string(microbatch);
 }
 
@@ -36,7 +38,8 @@ StatusOr<Action> ParseAction(std::string_view text) {
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
   auto bad = [&](const char* why) {
     return Status::InvalidArgument("bad action '" + std::string(text) + "': " + why +
-                                   " (expected <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><microbatch>, e.g. 2I0)");
+                                   " (expected <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><microbatch>, e.g. 2I0, "
+                                   "or <stage>REDUCE_GRAD)");
   };
   if (text.empty()) return bad("empty");
   Action action;
@@ -55,6 +58,11 @@ StatusOr<Action> ParseAction(std::string_view text) {
   if (best < 0) return bad("unknown action type");
   action.type = static_cast<ActionType>(best);
   pos += best_len;
+  if (action.type == ActionType::kReduceGrad) {
+    action.microbatch = -1;
+    if (pos != text.size()) return bad("REDUCE_GRAD takes no microbatch number");
+    return action;
+  }
   if (!ReadNumber(text, &pos, &action.microbatch)) return bad("no microbatch number");
   if (pos != text.size()) return bad("trailing characters");
   return action;

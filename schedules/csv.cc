@@ -94,7 +94,7 @@ std::string ScheduleToCsv(const Program& program, CsvFormat format) {
   for (const auto& list : program.ranks) {
     bool first = true;
     for (const Action& a : list) {
-      if (format == CsvFormat::kComputeOnly && IsComm(a.type)) continue;
+      if (format == CsvFormat::kComputeOnly && !IsCompute(a.type)) continue;
       if (!first) out += ',';
       out += a.ToString();
       first = false;

@@ -45,6 +45,7 @@ std::vector<int> MakeStageToRank(Placement placement, int pp_size, int virtual_s
 Status CheckProgramShape(const Program& p) {
   if (p.pp_size < 1) return Status::InvalidArgument("pp_size must be >= 1, got " + std::to_string(p.pp_size));
   if (p.num_stages < 1) return Status::InvalidArgument("num_stages must be >= 1, got " + std::to_string(p.num_stages));
+  if (p.dp_size < 1) return Status::InvalidArgument("dp_size must be >= 1, got " + std::to_string(p.dp_size));
   if (p.num_microbatches < 1)
     return Status::InvalidArgument("num_microbatches must be >= 1, got " + std::to_string(p.num_microbatches));
   if (static_cast<int>(p.stage_to_rank.size()) != p.num_stages)
@@ -68,13 +69,15 @@ Status CheckProgramShape(const Program& p) {
   for (int r = 0; r < p.pp_size; ++r) {
     for (size_t i = 0; i < p.ranks[r].size(); ++i) {
       const Action& a = p.ranks[r][i];
-      if (a.stage >= 0 && a.stage < p.num_stages && a.microbatch >= 0 && a.microbatch < p.num_microbatches &&
-          p.stage_to_rank[a.stage] == r)
-        continue;
+      const bool reduce = IsReduceGrad(a.type);
+      const bool mb_ok = reduce ? a.microbatch == -1 : (a.microbatch >= 0 && a.microbatch < p.num_microbatches);
+      if (a.stage >= 0 && a.stage < p.num_stages && mb_ok && p.stage_to_rank[a.stage] == r) continue;
       std::string where = "rank " + std::to_string(r) + ", action " + std::to_string(i) + " '" + a.ToString() + "'";
       if (a.stage < 0 || a.stage >= p.num_stages)
         return Status::InvalidArgument(where + ": stage is not in [0, " + std::to_string(p.num_stages) + ")");
-      if (a.microbatch < 0 || a.microbatch >= p.num_microbatches)
+      if (reduce && !mb_ok)
+        return Status::InvalidArgument(where + ": REDUCE_GRAD has microbatch -1, not " + std::to_string(a.microbatch));
+      if (!mb_ok)
         return Status::InvalidArgument(where + ": microbatch is not in [0, " + std::to_string(p.num_microbatches) +
                                        ")");
       if (p.stage_to_rank[a.stage] != r)

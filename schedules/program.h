@@ -18,12 +18,16 @@ struct Program {
   int pp_size = 0;           // P: number of ranks
   int num_stages = 0;        // S = P * v global stages
   int num_microbatches = 0;  // m
+  // D: data-parallel replicas of this pipeline (world size pp_size * dp_size;
+  // every replica runs these same lists). With D > 1 each stage's list holds
+  // one REDUCE_GRAD after its last B/W (docs/PLAN_FORMAT.md rule 10).
+  int dp_size = 1;
   std::vector<int> stage_to_rank;              // size S; stage s lives on rank stage_to_rank[s]
   std::vector<std::vector<Action>> ranks;      // size P; ranks[r] = rank r's actions in order
 
   // Total number of actions over all ranks.
   size_t NumActions() const;
-  // True if any rank's list holds a SEND or RECV.
+  // True if any rank's list holds a SEND or RECV (REDUCE_GRAD is not one).
   bool HasComms() const;
   // Stages held by `rank`, ascending.
   std::vector<int> StagesOfRank(int rank) const;
@@ -43,7 +47,8 @@ const char* PlacementName(Placement p);
 std::vector<int> MakeStageToRank(Placement placement, int pp_size, int virtual_stages);
 
 // Checks the shape fields: sizes agree, every stage maps to a rank in
-// [0, P), every action's stage is in [0, S) and microbatch in [0, m), and each
+// [0, P), every action's stage is in [0, S) and microbatch in [0, m) (-1 for
+// REDUCE_GRAD), dp_size >= 1, and each
 // action sits on the rank that holds its stage. Returns InvalidArgument naming
 // rank r and index i of the first offender ("rank 1, action 4 '5F0': ...").
 Status CheckProgramShape(const Program& program);

@@ -47,6 +47,7 @@ class Engine {
     blocked_.assign(p.pp_size, Blocked{});
     pos_.assign(p.pp_size, 0);
     free_.assign(p.pp_size, 0.0);
+    reduce_free_.assign(p.pp_size, 0.0);
     mem_.assign(p.pp_size, 0);
     result_.timing.resize(p.pp_size);
     result_.per_rank.resize(p.pp_size);
@@ -184,7 +185,7 @@ class Engine {
     while (pos_[r] < list.size()) {
       const Action& a = list[pos_[r]];
       const int s = a.stage, mb = a.microbatch;
-      const size_t k = Key(s, mb);
+      const size_t k = IsReduceGrad(a.type) ? 0 : Key(s, mb);
       ActionTiming& t = result_.timing[r][pos_[r]];
       switch (a.type) {
         case ActionType::kSendF:
@@ -283,6 +284,16 @@ class Engine {
           Compute(r, t, ready, ready + c_.stages[s].w, MemoryDelta(a.type, c_.memory[s]));
           break;
         }
+        case ActionType::kReduceGrad: {
+          // Posted when the rank reaches it; runs on the rank's own
+          // data-parallel lane (one collective at a time, in list order)
+          // while the rank goes on computing.
+          const double start = std::max(free_[r], reduce_free_[r]);
+          t.start = start;
+          t.end = start + c_.stages[s].reduce_grad;
+          reduce_free_[r] = t.end;
+          break;
+        }
       }
       ++pos_[r];
     }
@@ -342,6 +353,7 @@ class Engine {
   std::vector<Blocked> blocked_;  // per rank
   std::vector<size_t> pos_;
   std::vector<double> free_;
+  std::vector<double> reduce_free_;  // per rank: when its data-parallel lane is free
   std::vector<int64_t> mem_;
   SimResult result_;
 };

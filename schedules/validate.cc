@@ -23,6 +23,7 @@ Status ValidateComputeOrder(const Program& p) {
   for (int r = 0; r < p.pp_size; ++r) {
     for (size_t i = 0; i < p.ranks[r].size(); ++i) {
       const Action& a = p.ranks[r][i];
+      if (!IsCompute(a.type)) continue;
       size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
       auto fail = [&](const std::string& why) {
         return Status::InvalidArgument(Where(p, r, i) + ": " + why + "\n" + FormatGrid(p, {{r, int(i)}}));
@@ -198,6 +199,7 @@ Status ValidateProgram(const Program& p, const ValidateOptions& options) {
     std::vector<int> count(sm * 4, 0);  // [k*4 + {SEND_F, RECV_F, SEND_B, RECV_B}]
     for (int r = 0; r < p.pp_size; ++r)
       for (const Action& a : p.ranks[r]) {
+        if (!IsComm(a.type)) continue;
         size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
         switch (a.type) {
           case ActionType::kSendF: count[k * 4 + 0]++; break;
