@@ -16,6 +16,12 @@ double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 
 }  // namespace
 
+Status StageBackend::ReduceGradients(int stage) {
+  return Status::InvalidArgument(std::to_string(stage) +
+                                 "REDUCE_GRAD: this backend runs one pipeline replica (dp_size 1) and has no "
+                                 "data-parallel group to reduce gradients over");
+}
+
 StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communicator& comm, StageBackend& backend,
                                      const StepHooks* hooks) {
   const bool record = hooks != nullptr && hooks->record_spans;
@@ -183,6 +189,14 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         StatusOr<RequestId> id = comm.Irecv(s2r[peer_stage], ch, buf->data, buf->bytes);
         if (!id.ok()) return fail(i, id.status());
         recvs[{static_cast<int>(a.type), a.stage, a.microbatch}] = PostedRecv{*id, i, posted};
+        break;
+      }
+      case ActionType::kReduceGrad: {
+        // Starts the stage's non-blocking collectives; the span is the time
+        // to post them (flattening the gradients included).
+        const Clock::time_point c0 = Clock::now();
+        st = backend.ReduceGradients(a.stage);
+        mark(i, c0, Clock::now());
         break;
       }
     }

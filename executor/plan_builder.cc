@@ -21,7 +21,34 @@ DeviceSpec TestCpuDevice() {
   return d;
 }
 
+namespace {
+
+// Places one <s>REDUCE_GRAD right after the last B or W of each stage in its
+// rank's list (docs/PLAN_FORMAT.md, the data-parallel contract), unless the
+// planner already did.
+void AddReduceGrad(Plan& plan) {
+  for (auto& list : plan.ranks)
+    for (const Action& a : list)
+      if (a.type == ActionType::kReduceGrad) return;
+  for (auto& list : plan.ranks) {
+    std::vector<Action> out;
+    for (size_t i = 0; i < list.size(); ++i) {
+      out.push_back(list[i]);
+      const Action& a = list[i];
+      if (a.type != ActionType::kB && a.type != ActionType::kW) continue;
+      bool last = true;
+      for (size_t j = i + 1; j < list.size() && last; ++j)
+        last = !(list[j].stage == a.stage && (list[j].type == ActionType::kB || list[j].type == ActionType::kW));
+      if (last) out.push_back(MakeAction(a.stage, ActionType::kReduceGrad, -1));
+    }
+    list = std::move(out);
+  }
+}
+
+}  // namespace
+
 StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
+  if (spec.dp_size < 1) return Status::InvalidArgument("PlanSpec.dp_size must be >= 1");
   nlohmann::json config = spec.model;
   if (!config.is_object()) return Status::InvalidArgument("PlanSpec.model: expected a HF config object");
   if (!config.contains("model_type")) config["model_type"] = "gpt2";
@@ -57,6 +84,14 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
     if (plan.training->microbatch_sizes != want)
       return Status::InvalidArgument("PlanSpec.microbatch_sizes: the planner splits a batch as evenly as possible, "
                                      "larger first; these sizes are not such a split of their sum");
+  }
+  if (spec.dp_size > 1) {
+    plan.dp_size = spec.dp_size;
+    int64_t rows = 0;
+    for (int64_t r : plan.training->microbatch_sizes) rows += r;
+    plan.training->global_batch_size = rows * spec.dp_size;
+    plan.training->distributed_optimizer = spec.distributed_optimizer;
+    AddReduceGrad(plan);
   }
   return plan;
 }
