@@ -133,6 +133,7 @@ TEST(DataParallelRefusalTest, CommunicatorWithoutGroupsRefusesOnEveryRank) {
   spec.num_microbatches = 2;
   spec.model = TinyModel(2);
   spec.seq_length = kSeq;
+  spec.bytes_per_element = 8;  // Fp64Options
   spec.dp_size = 2;
   StatusOr<Plan> plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

@@ -1,8 +1,8 @@
 // Data parallelism x pipeline parallelism under real mpirun (one process per
 // rank, MpiCommunicator split into pipeline and data-parallel groups):
 //   mpirun --allow-run-as-root --oversubscribe -np W executor_mpi_dp_test
-// For every grid dp x pp = W this binary knows (W=4: 2x2; W=2: 2x1; W=3:
-// 1x3 and 3x1), for 1F1B, ZB-H1 and Interleaved, plain / ZeRO-1 / clipping,
+// For every grid dp x pp = W this binary knows (W=2: 2x1; W=3: 1x3 and 3x1;
+// W=4: 2x2; W=6: 3x2), for 1F1B, ZB-H1 and Interleaved, plain / ZeRO-1 / clipping,
 // fp64: the loss of every step and every parameter after 3 AdamW steps equal
 // a single process trained on the same global batches (each rank runs the
 // reference itself and checks its own stages), within 1e-10 relative; with
