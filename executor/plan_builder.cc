@@ -4,6 +4,7 @@
 
 #include "models/spec/device.h"
 #include "planner/planner.h"
+#include "schedules/lower.h"
 #include "schedules/registry.h"
 
 namespace pw::exec {
@@ -20,32 +21,6 @@ DeviceSpec TestCpuDevice() {
   d.source = "fixed numbers for the executor's test plans (executor/plan_builder.h)";
   return d;
 }
-
-namespace {
-
-// Places one <s>REDUCE_GRAD right after the last B or W of each stage in its
-// rank's list (docs/PLAN_FORMAT.md, the data-parallel contract), unless the
-// planner already did.
-void AddReduceGrad(Plan& plan) {
-  for (auto& list : plan.ranks)
-    for (const Action& a : list)
-      if (a.type == ActionType::kReduceGrad) return;
-  for (auto& list : plan.ranks) {
-    std::vector<Action> out;
-    for (size_t i = 0; i < list.size(); ++i) {
-      out.push_back(list[i]);
-      const Action& a = list[i];
-      if (a.type != ActionType::kB && a.type != ActionType::kW) continue;
-      bool last = true;
-      for (size_t j = i + 1; j < list.size() && last; ++j)
-        last = !(list[j].stage == a.stage && (list[j].type == ActionType::kB || list[j].type == ActionType::kW));
-      if (last) out.push_back(MakeAction(a.stage, ActionType::kReduceGrad, -1));
-    }
-    list = std::move(out);
-  }
-}
-
-}  // namespace
 
 StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
   if (spec.dp_size < 1) return Status::InvalidArgument("PlanSpec.dp_size must be >= 1");
@@ -91,7 +66,11 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
     for (int64_t r : plan.training->microbatch_sizes) rows += r;
     plan.training->global_batch_size = rows * spec.dp_size;
     plan.training->distributed_optimizer = spec.distributed_optimizer;
-    AddReduceGrad(plan);
+    // Each stage's REDUCE_GRAD after its last B/W (schedules/lower.h).
+    Program program = PlanProgram(plan);
+    program.dp_size = spec.dp_size;
+    PW_ASSIGN_OR_RETURN(Program reduced, AddReduceGrad(program));
+    plan.ranks = std::move(reduced.ranks);
   }
   return plan;
 }

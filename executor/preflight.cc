@@ -47,20 +47,6 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
                              (one_fifo_per_pair ? " for the NCCL communicator" : "") + " (nothing was computed)");
 
   CheckedPlan out;
-  // Each stage's gradients are reduced exactly once per step when there are
-  // replicas, never without (the validator checks the placement).
-  std::vector<int> reductions(static_cast<size_t>(plan.num_stages), 0);
-  for (const auto& list : plan.ranks)
-    for (const Action& a : list)
-      if (a.type == ActionType::kReduceGrad && a.stage >= 0 && a.stage < plan.num_stages) ++reductions[a.stage];
-  for (int s = 0; s < plan.num_stages; ++s) {
-    const int want = plan.dp_size > 1 ? 1 : 0;
-    if (reductions[s] != want)
-      return Status::InvalidArgument(
-          "plan with dp_size=" + std::to_string(plan.dp_size) + " holds " + std::to_string(reductions[s]) + " " +
-          std::to_string(s) + "REDUCE_GRAD action(s) for stage " + std::to_string(s) + ", expected " +
-          std::to_string(want) + " (write the plan with `pipewright plan --dp " + std::to_string(plan.dp_size) + "`)");
-  }
   if (!plan.model) return Status::InvalidArgument("plan section 'model' is missing: the executor builds the model from it "
                                                  "(write the plan with `pipewright plan`)");
   if (!plan.training)

@@ -29,8 +29,9 @@ struct CheckedPlan {
 //  - ValidateProgram on the plan's action lists, eager semantics (PLAN_FORMAT
 //    rules 1-6: completeness, order, pairing, FIFO, no deadlock); the message
 //    carries the grid with the stuck actions marked;
-//  - exactly one <s>REDUCE_GRAD per stage when dp_size > 1, none with
-//    dp_size 1; training.global_batch_size = dp_size x sum(microbatch_sizes);
+//    (with rule 10: exactly one <s>REDUCE_GRAD per stage, after its last
+//    B/W, when dp_size > 1, none with dp_size 1);
+//  - training.global_batch_size = dp_size x sum(microbatch_sizes);
 //  - the typed `model` section is one the executor builds
 //    (models::GptFromModel: gpt2 or llama family, untied, no dropout) and the stages' layer ranges cover exactly its
 //    N+2 layers;

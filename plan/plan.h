@@ -69,7 +69,9 @@ struct PlanTraining {
   // the step time is makespan_s, not steady_step_s (PLAN_FORMAT rule 9).
   bool global_barrier = false;
   double clip_grad_norm = 0.0;          // 0 = no clipping
-  // ZeRO-1: AdamW state sharded over the dp_size replicas (TEMP until dp-plan lands it).
+  // ZeRO-1 (--use-distributed-optimizer): AdamW state sharded over the
+  // dp_size replicas (executor/data_parallel.h). Not yet read or written by
+  // plan_json (the dp-plan branch adds the field to the file).
   bool distributed_optimizer = false;
 };
 

@@ -231,7 +231,8 @@ std::string RanksText(const std::vector<std::vector<Action>>& ranks) {
         out += "        \"";
         out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.stage)));
         out += ActionTypeName(a.type);
-        out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
+        if (!IsReduceGrad(a.type))  // "<stage>REDUCE_GRAD" has no microbatch (Action::ToString)
+          out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
         out += i + 1 < ranks[r].size() ? "\",\n" : "\"\n";
       }
       out += "      ]";

@@ -127,6 +127,41 @@ StatusOr<Program> LowerGlobalOrder(const Program& p, const StageCosts& costs) {
 
 }  // namespace
 
+StatusOr<Program> AddReduceGrad(const Program& p) {
+  if (p.dp_size <= 1) return p;
+  std::vector<std::vector<int>> after(p.pp_size);  // per rank: stages to reduce after index i (-1: none)
+  std::vector<int> last(p.num_stages, -1);
+  for (int r = 0; r < p.pp_size; ++r)
+    for (size_t i = 0; i < p.ranks[r].size(); ++i) {
+      const Action& a = p.ranks[r][i];
+      if (IsReduceGrad(a.type))
+        return Status::InvalidArgument("rank " + std::to_string(r) + ", action " + std::to_string(i) + " '" +
+                                       a.ToString() + "': the program already holds gradient reductions");
+      if (a.type == ActionType::kB || a.type == ActionType::kW) last[a.stage] = static_cast<int>(i);
+    }
+  for (int s = 0; s < p.num_stages; ++s)
+    if (last[s] < 0)
+      return Status::InvalidArgument("stage " + std::to_string(s) + " has no backward pass to reduce after");
+  Program out = p;
+  for (int r = 0; r < p.pp_size; ++r) {
+    const auto& list = p.ranks[r];
+    std::vector<Action> merged;
+    merged.reserve(list.size() + p.num_stages);
+    std::vector<int> pending;  // stages whose last backward ran, waiting for the comm run to end
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!pending.empty() && !IsComm(list[i].type)) {
+        for (int s : pending) merged.push_back(MakeAction(s, ActionType::kReduceGrad, -1));
+        pending.clear();
+      }
+      merged.push_back(list[i]);
+      if (IsCompute(list[i].type) && last[list[i].stage] == static_cast<int>(i)) pending.push_back(list[i].stage);
+    }
+    for (int s : pending) merged.push_back(MakeAction(s, ActionType::kReduceGrad, -1));
+    out.ranks[r] = std::move(merged);
+  }
+  return out;
+}
+
 StatusOr<Program> AddSendRecv(const Program& p, const StageCosts& costs, LoweringStyle style) {
   if (p.HasComms())
     return Status::InvalidArgument("lowering needs a compute-only program, but it already holds SEND/RECV actions");

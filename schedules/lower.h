@@ -32,4 +32,12 @@ enum class LoweringStyle {
 StatusOr<Program> AddSendRecv(const Program& compute_only, const StageCosts& costs,
                               LoweringStyle style = LoweringStyle::kGlobalOrder);
 
+// Returns a copy of `program` (compute-only or lowered, holding no
+// REDUCE_GRAD) with each stage's REDUCE_GRAD inserted on its rank right after
+// the stage's last B or W, past the SEND/RECV that directly follow that pass
+// (so its messages are posted first), when program.dp_size > 1; unchanged
+// when dp_size is 1. Errors: InvalidArgument if it already holds a
+// REDUCE_GRAD or a stage has no backward pass.
+StatusOr<Program> AddReduceGrad(const Program& program);
+
 }  // namespace pw

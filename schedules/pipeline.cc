@@ -28,8 +28,13 @@ Status Fail(PipelineFailure* failure, PipelineStep step, Status status) {
 StatusOr<PipelineResult> SimulateOrder(const Program& program, const StageCosts& costs, PipelineFailure* failure) {
   PipelineResult out;
   const bool lowered = program.HasComms();
+  bool has_reduce = false;
+  for (const auto& list : program.ranks)
+    for (const Action& a : list) has_reduce |= IsReduceGrad(a.type);
   ValidateOptions first;
   first.rendezvous = !lowered;
+  // An order that is not lowered yet gets its reductions with its messages.
+  first.require_reduce_grad = lowered || has_reduce;
   Status st = ValidateProgram(program, first);
   if (!st.ok()) return Fail(failure, PipelineStep::kValidateCompute, st);
   out.compute = program;
@@ -39,6 +44,11 @@ StatusOr<PipelineResult> SimulateOrder(const Program& program, const StageCosts&
     StatusOr<Program> with_messages = AddSendRecv(program, costs);
     if (!with_messages.ok()) return Fail(failure, PipelineStep::kLower, with_messages.status());
     out.lowered = std::move(*with_messages);
+    if (!has_reduce) {
+      StatusOr<Program> with_reduce = AddReduceGrad(out.lowered);
+      if (!with_reduce.ok()) return Fail(failure, PipelineStep::kLower, with_reduce.status());
+      out.lowered = std::move(*with_reduce);
+    }
     st = ValidateProgram(out.lowered);
     if (!st.ok()) return Fail(failure, PipelineStep::kValidateLowered, st);
   }
@@ -51,6 +61,7 @@ StatusOr<PipelineResult> SimulateOrder(const Program& program, const StageCosts&
 StatusOr<PipelineResult> RunPipeline(const ScheduleRequest& request, PipelineFailure* failure) {
   StatusOr<Program> compute = GenerateSchedule(request);
   if (!compute.ok()) return Fail(failure, PipelineStep::kGenerate, compute.status());
+  compute->dp_size = request.dp_size;
   const StageCosts costs = request.costs.stages.empty() ? UniformCosts(compute->num_stages) : request.costs;
   return SimulateOrder(*compute, costs, failure);
 }

@@ -18,12 +18,13 @@ struct Program {
   int pp_size = 0;           // P: number of ranks
   int num_stages = 0;        // S = P * v global stages
   int num_microbatches = 0;  // m
+  std::vector<int> stage_to_rank;              // size S; stage s lives on rank stage_to_rank[s]
+  std::vector<std::vector<Action>> ranks;      // size P; ranks[r] = rank r's actions in order
   // D: data-parallel replicas of this pipeline (world size pp_size * dp_size;
   // every replica runs these same lists). With D > 1 each stage's list holds
   // one REDUCE_GRAD after its last B/W (docs/PLAN_FORMAT.md rule 10).
+  // (Last, so that aggregate initialisers of the fields above still work.)
   int dp_size = 1;
-  std::vector<int> stage_to_rank;              // size S; stage s lives on rank stage_to_rank[s]
-  std::vector<std::vector<Action>> ranks;      // size P; ranks[r] = rank r's actions in order
 
   // Total number of actions over all ranks.
   size_t NumActions() const;

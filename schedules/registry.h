@@ -36,6 +36,10 @@ struct ScheduleRequest {
   // rank's static and workspace bytes). Non-empty: used instead of
   // memory_limit. Empty: memory_limit (or none) on every rank.
   std::vector<double> rank_memory_limits;
+  // D: data-parallel replicas (--dp). The generated order is the same; with
+  // D > 1 RunPipeline gives each stage its REDUCE_GRAD (lower.h AddReduceGrad)
+  // timed by costs.stages[s].reduce_grad.
+  int dp_size = 1;
 };
 
 // True if `request` sets a memory limit (either field).

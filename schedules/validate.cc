@@ -67,6 +67,47 @@ Status ValidateComputeOrder(const Program& p) {
   return Status::Ok();
 }
 
+Status ValidateReduceGrad(const Program& p, bool require_all) {
+  PW_RETURN_IF_ERROR(CheckProgramShape(p));
+  // Per stage: (rank, index) of its REDUCE_GRAD and of its last backward pass.
+  std::vector<int> reduce_at(p.num_stages, -1), last_bwd(p.num_stages, -1);
+  for (int r = 0; r < p.pp_size; ++r)
+    for (size_t i = 0; i < p.ranks[r].size(); ++i) {
+      const Action& a = p.ranks[r][i];
+      const int at = static_cast<int>(i);
+      auto fail = [&](const std::string& why) {
+        return Status::InvalidArgument(Where(p, r, i) + ": " + why + "\n" + FormatGrid(p, {{r, at}}));
+      };
+      if (IsReduceGrad(a.type)) {
+        if (p.dp_size == 1)
+          return fail("a gradient reduction in a program with dp_size 1 (no data-parallel replicas to reduce over)");
+        if (reduce_at[a.stage] >= 0)
+          return fail("a second REDUCE_GRAD of stage " + std::to_string(a.stage) + " (the first is action " +
+                      std::to_string(reduce_at[a.stage]) + ")");
+        reduce_at[a.stage] = at;
+      } else if (a.type == ActionType::kB || a.type == ActionType::kI || a.type == ActionType::kW) {
+        if (reduce_at[a.stage] >= 0)
+          return Status::InvalidArgument(
+              Where(p, r, static_cast<size_t>(reduce_at[a.stage])) + ": the gradient reduction of stage " +
+              std::to_string(a.stage) + " comes before its backward '" + a.ToString() + "' (action " +
+              std::to_string(i) + "); it must follow the stage's last B/W\n" +
+              FormatGrid(p, {{r, reduce_at[a.stage]}, {r, at}}));
+        last_bwd[a.stage] = at;
+      }
+    }
+  if (p.dp_size > 1 && require_all)
+    for (int s = 0; s < p.num_stages; ++s)
+      if (reduce_at[s] < 0) {
+        const int r = p.stage_to_rank[s];
+        return Status::InvalidArgument(
+            "stage " + std::to_string(s) + " (rank " + std::to_string(r) + ") has no REDUCE_GRAD but dp_size is " +
+            std::to_string(p.dp_size) + ": each stage reduces its gradients over its data-parallel group once per "
+            "step, after its last B/W (action " + std::to_string(last_bwd[s]) + ")\n" +
+            FormatGrid(p, {{r, last_bwd[s]}}));
+      }
+  return Status::Ok();
+}
+
 Status CheckRendezvous(const Program& p) {
   PW_RETURN_IF_ERROR(CheckProgramShape(p));
   // Channel (dense id per src rank, dst rank, direction) of each comm action
@@ -193,6 +234,7 @@ Status CheckPairOrder(const Program& p) {
 
 Status ValidateProgram(const Program& p, const ValidateOptions& options) {
   PW_RETURN_IF_ERROR(ValidateComputeOrder(p));
+  PW_RETURN_IF_ERROR(ValidateReduceGrad(p, options.require_reduce_grad));
   if (p.HasComms()) {
     // Exactly one SEND and one RECV for each cross-rank dependency.
     const size_t sm = static_cast<size_t>(p.num_stages) * p.num_microbatches;

@@ -32,13 +32,23 @@ Status CheckRendezvous(const Program& program);
 // not need it.
 Status CheckPairOrder(const Program& program);
 
+// Rule 10, the data-parallel gradient reduction: with dp_size 1 no
+// REDUCE_GRAD; with dp_size > 1 at most one REDUCE_GRAD per stage (exactly
+// one if `require_all`), on the stage's rank, after every B/I/W of that stage
+// in the rank's list. Returns InvalidArgument naming the rank, index and
+// action (or the stage that lacks one) with the grid marked.
+Status ValidateReduceGrad(const Program& program, bool require_all = true);
+
 struct ValidateOptions {
   // Also require rule 6b for lowered programs. Imported plans that fail only
   // this may still run on executors that post receives early.
   bool rendezvous = true;
+  // Rule 10 with every stage's REDUCE_GRAD present when dp_size > 1. False
+  // for an order that lowering has not yet given its reductions.
+  bool require_reduce_grad = true;
 };
 
-// Full validation: shape, ValidateComputeOrder, for a lowered program exactly
+// Full validation: shape, ValidateComputeOrder, ValidateReduceGrad, for a lowered program exactly
 // one SEND and one RECV per cross-rank dependency, then a simulation with unit
 // costs (rules 1-6: progress, pairing, FIFO, RECV before its consumer), then
 // CheckRendezvous if asked.

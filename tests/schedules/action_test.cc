@@ -29,5 +29,26 @@ TEST(ActionTest, RejectsWhatPyTorchsPrefixRegexWouldAccept) {
   }
 }
 
+TEST(ActionTest, ReduceGradHasNoMicrobatch) {
+  auto a = ParseAction(" 3REDUCE_GRAD ");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->stage, 3);
+  EXPECT_EQ(a->type, ActionType::kReduceGrad);
+  EXPECT_EQ(a->microbatch, -1);
+  EXPECT_EQ(a->ToString(), "3REDUCE_GRAD");
+  EXPECT_EQ(MakeAction(3, ActionType::kReduceGrad, 7), *a);  // microbatch forced to -1
+  // Neither compute nor a point-to-point message.
+  EXPECT_FALSE(IsCompute(a->type));
+  EXPECT_FALSE(IsComm(a->type));
+  EXPECT_FALSE(IsSend(a->type) || IsRecv(a->type));
+  EXPECT_TRUE(IsReduceGrad(a->type));
+  for (const char* s : {"3REDUCE_GRAD0", "REDUCE_GRAD", "3REDUCE_GRADx", "3REDUCE", "3REDUCE_GRAD-1"}) {
+    auto bad = ParseAction(s);
+    EXPECT_FALSE(bad.ok()) << "'" << s << "' parsed as " << (bad.ok() ? bad->ToString() : "");
+  }
+  EXPECT_NE(ParseAction("3REDUCE_GRAD0").status().message().find("REDUCE_GRAD takes no microbatch"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace pw
