@@ -3,7 +3,7 @@
 // gradient all-reduce's exposed time with the simulator (schedules/simulate.h)
 // replaying the same step:
 //
-//   mpirun -np 4 --oversubscribe dp_bench --dp 2 --pp 2 --data text.txt \
+//   mpirun -np 4 --oversubscribe dp_bench --dp 2 --pp 2 --data text.txt
 //          --schedules 1f1b,zb-h1 --steps 10 --warmup-steps 3
 //
 // Per schedule rank 0 prints one row (bench/README.md):
