@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,13 @@ enum class Channel : int {
   kBackward = 1,  // input gradients, stage s -> s-1 (SEND_B / RECV_B)
 };
 
-// Opaque handle of a posted send or receive; valid until Wait returns (or
+// Element type of a data-parallel collective's buffer (gradients and
+// parameters: the run's dtype).
+enum class ElementType : int { kFloat32 = 0, kFloat64 = 1 };
+// 4 or 8.
+inline int64_t ElementBytes(ElementType t) { return t == ElementType::kFloat64 ? 8 : 4; }
+
+// Opaque handle of a posted send or receive (or collective); valid until Wait returns (or
 // Test returns true or an error).
 using RequestId = int64_t;
 
@@ -78,6 +85,30 @@ class Communicator {
   virtual StatusOr<std::vector<std::string>> AllGather(const std::string& mine) = 0;
   // Collective barrier.
   virtual Status Barrier() = 0;
+
+  // ---- Data parallelism (plan dp_size > 1; docs/DATA_PARALLEL.md) ----
+  // Splits this communicator like MPI_Comm_split: the ranks that pass the
+  // same `color` form one new communicator, ranked by `key` (ties by this
+  // communicator's rank). `label` names it in errors ("pipeline",
+  // "data-parallel": "data-parallel rank 1 (world rank 3)"). Collective over this communicator; every rank
+  // gets its own group. The result must not outlive this communicator.
+  // Default (loopback, tcp): InvalidArgument naming the communicator, so a
+  // data-parallel plan is refused before any compute.
+  virtual StatusOr<std::unique_ptr<Communicator>> Split(int color, int key, const std::string& label);
+  // Non-blocking collectives over every rank of this communicator, completed
+  // by Wait / Test like a message (same watchdog). Every rank must post the
+  // same collectives in the same order with the same counts. `count` is in
+  // elements of `type`; buffers are host memory (mpi) or device memory
+  // (nccl) and must stay valid until the request completed.
+  //  IallReduceSum: in place, data[i] = sum over ranks of data[i].
+  //  IreduceScatterSum: `send` holds size() blocks of `count` elements;
+  //    rank r gets the sum over ranks of block r in `recv` (count elements).
+  //  IallGatherBlocks: `send` holds `count` elements; `recv` gets size()
+  //    blocks of `count`, block r = rank r's `send`.
+  // Default: InvalidArgument, as Split. Errors: CommError naming the rank.
+  virtual StatusOr<RequestId> IallReduceSum(void* data, int64_t count, ElementType type);
+  virtual StatusOr<RequestId> IreduceScatterSum(const void* send, void* recv, int64_t count, ElementType type);
+  virtual StatusOr<RequestId> IallGatherBlocks(const void* send, void* recv, int64_t count, ElementType type);
 };
 
 // AllGather of a vector of doubles (same length on every rank): result[r] is

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "executor/data_parallel.h"
 #include "executor/hf_load.h"
 #include "executor/host_memory.h"
 #include "models/spec/hf_weights.h"
@@ -20,15 +21,28 @@
 #include "executor/profile.h"
 #include "executor/torch_backend.h"
 #include "executor/torch_util.h"
+#include "executor/watchdog.h"
 
 namespace pw::exec {
 
 // ----------------------------------------------------------------- Engine ---
 
+namespace {
+
+// training.distributed_optimizer (ZeRO-1), false when absent.
+bool DistributedOptimizer(const Plan& plan) { return plan.training && plan.training->distributed_optimizer; }
+
+}  // namespace
+
 struct Engine::Impl {
   Plan plan;
   Program program;
-  Communicator* comm = nullptr;
+  Communicator* comm = nullptr;   // the pipeline communicator (rank = pipeline rank)
+  Communicator* world = nullptr;  // every rank (pp_size x dp_size)
+  // dp_size > 1: the communicators split from `world` (comm points at pipe).
+  std::unique_ptr<Communicator> pipe, dp;
+  std::unique_ptr<DataParallelSync> sync;
+  int dp_rank = 0, dp_size = 1;
   EngineOptions options;
   CheckedPlan checked;
   std::unique_ptr<TorchStageBackend> backend;
@@ -63,8 +77,20 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   auto impl = std::make_unique<Impl>();
   impl->plan = plan;
   impl->program = PlanProgram(plan);
+  impl->world = &comm;
   impl->comm = &comm;
   impl->options = options;
+  if (plan.dp_size > 1) {
+    // The 2-D grid (docs/DATA_PARALLEL.md): world rank g = pp_rank * D +
+    // dp_rank. Two splits, in the same order on every rank.
+    const int D = plan.dp_size, g = comm.rank();
+    impl->dp_size = D;
+    impl->dp_rank = g % D;
+    PW_ASSIGN_OR_RETURN(impl->pipe, comm.Split(/*color=*/g % D, /*key=*/g / D, "pipeline"));
+    PW_ASSIGN_OR_RETURN(impl->dp, comm.Split(/*color=*/g / D, /*key=*/g % D, "data-parallel"));
+    impl->comm = impl->pipe.get();
+  }
+  Communicator& pc = *impl->comm;
   impl->checked = checked;
   if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
   // Activations live in host memory: keep what a step freed for the next one
@@ -93,7 +119,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   std::map<int, models::GptStage> stages;
   try {
     for (const PlanStage& s : plan.stages) {
-      if (s.rank != comm.rank()) continue;
+      if (s.rank != pc.rank()) continue;
       models::GptStage stage(checked.model, s.layer_begin, s.layer_end, options.init_seed, DtypeOf(options));
       stage->to(device);  // initial weights are made on the CPU: the same on every device
       stages.emplace(s.index, std::move(stage));
@@ -103,20 +129,32 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
                                 e.what_without_backtrace());
   }
   std::vector<torch::Tensor> params;
+  std::map<int, std::vector<torch::Tensor>> params_by_stage;
   for (auto& [index, module] : stages) {
     StageParameterBytes counted{index, 0, 0};
     for (auto& [name, p] : module->NamedParameters()) {
       impl->named_params.emplace_back(name, p);
       params.push_back(p);
+      params_by_stage[index].push_back(p);
       counted.numel += p.numel();
       counted.bytes += p.numel() * static_cast<int64_t>(p.element_size());
     }
     impl->stage_parameters.push_back(counted);
   }
-  impl->optimizer = std::make_unique<torch::optim::AdamW>(MakeOptimizer(params, options));
-  impl->backend = std::make_unique<TorchStageBackend>(impl->program, comm.rank(), checked.model, checked.training,
+  const bool zero1 = impl->dp_size > 1 && DistributedOptimizer(plan);
+  // ZeRO-1 keeps AdamW state for its shards only (DataParallelSync).
+  impl->optimizer = std::make_unique<torch::optim::AdamW>(
+      MakeOptimizer(params, options));  // never stepped with ZeRO-1 (its state is created lazily)
+  impl->backend = std::make_unique<TorchStageBackend>(impl->program, pc.rank(), checked.model, checked.training,
                                                       DtypeOf(options), std::move(stages), device,
                                                       options.device_messages && device.is_cuda());
+  if (impl->dp_size > 1) {
+    // Collective buffers: on the GPU for NCCL, host memory for MPI.
+    const torch::Device buffers = impl->dp->name() == "nccl" ? device : torch::Device(torch::kCPU);
+    impl->sync = std::make_unique<DataParallelSync>(*impl->dp, params_by_stage, options, zero1, buffers);
+    DataParallelSync* sync = impl->sync.get();
+    impl->backend->SetGradReduction([sync](int stage) { return sync->Start(stage); });
+  }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -127,15 +165,50 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
     return Status::InvalidArgument("batch is " + std::to_string(batch.rows) + " x " + std::to_string(batch.seq) +
                                    " but the plan's training fields say " + std::to_string(shape.batch_rows) + " x " +
                                    std::to_string(shape.seq_length));
-  PW_RETURN_IF_ERROR(m.comm->Barrier());
+  // Every rank of every replica starts together (the step time is the
+  // slowest replica's).
+  PW_RETURN_IF_ERROR(m.world->Barrier());
   const Clock::time_point t0 = Clock::now();
   std::vector<torch::Tensor> params;
   for (auto& np : m.named_params) params.push_back(np.second);
   ZeroGrads(params);
   m.backend->BeginStep(&batch);
-  PW_ASSIGN_OR_RETURN(RankStepTiming timing, RunRankStep(m.program, m.step, *m.comm, *m.backend, hooks));
+  StatusOr<RankStepTiming> ran = RunRankStep(m.program, m.step, *m.comm, *m.backend, hooks);
+  if (!ran.ok() && m.dp_size > 1)  // the interpreter names the pipeline rank
+    return ran.status().WithContext("world rank " + std::to_string(m.world->rank()) + " (replica " +
+                                    std::to_string(m.dp_rank) + ")");
+  PW_ASSIGN_OR_RETURN(RankStepTiming timing, std::move(ran));
+  // Data parallel: wait for the reductions the REDUCE_GRAD actions started
+  // (the time blocked here is the all-reduce's exposed time).
+  double reduce_wait_s = 0.0;
+  if (m.sync) {
+    if (hooks != nullptr && hooks->board != nullptr)
+      hooks->board->Set("world rank " + std::to_string(m.world->rank()) + " (pipeline rank " +
+                        std::to_string(m.comm->rank()) + ", data-parallel rank " + std::to_string(m.dp_rank) +
+                        "), step " + std::to_string(m.step) +
+                        ": waiting for the data-parallel gradient reduction with its group");
+    StatusOr<double> waited = m.sync->Finish();
+    if (!waited.ok())
+      return waited.status().WithContext("rank " + std::to_string(m.world->rank()) + ", step " +
+                                         std::to_string(m.step) + ": data-parallel gradient reduction");
+    reduce_wait_s = *waited;
+  }
+  const bool zero1 = m.sync && m.sync->zero1();
   double grad_norm = 0.0;
-  if (m.options.clip_grad_norm > 0) {
+  if (m.options.clip_grad_norm > 0 && zero1) {
+    // ZeRO-1: each data-parallel rank owns a shard of every stage's reduced
+    // gradient: the global norm sums the shards over the whole world (both
+    // dimensions of the grid).
+    PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.world, {m.sync->OwnedGradSumSquares()}));
+    double total = 0.0;
+    for (const auto& v : norms) total += v[0];
+    grad_norm = std::sqrt(total);
+    const double coef = m.options.clip_grad_norm / (grad_norm + 1e-6);
+    if (coef < 1.0) m.sync->ScaleOwnedGrads(coef);
+  } else if (m.options.clip_grad_norm > 0) {
+    // Plain data parallelism: after the all-reduce every replica holds the
+    // same (global-batch) gradients, so the sum over the pipeline ranks of
+    // one replica is already the norm over the whole grid.
     // Global norm: every rank's sum of squares (float64), all-gathered; the
     // same coefficient on every rank (torch.nn.utils.clip_grad_norm_).
     // Summed on the device, read once (one host sync per step, not one per
@@ -162,7 +235,11 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
         if (p.grad().defined()) p.mutable_grad().mul_(coef);
     }
   }
-  if (apply_optimizer) {
+  if (apply_optimizer && zero1) {
+    Status st = m.sync->Zero1Step();
+    if (!st.ok())
+      return st.WithContext("rank " + std::to_string(m.world->rank()) + ", step " + std::to_string(m.step));
+  } else if (apply_optimizer) {
     try {
       m.optimizer->step();
     } catch (const c10::Error& e) {
@@ -171,17 +248,24 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
     }
   }
   const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.comm, {m.backend->StepLoss(), timing.busy_s, timing.end_s, step_s}));
+  // Over the whole world: each replica's last stage contributes its mean
+  // loss over its rows, so the global batch's mean is the sum / D (equal
+  // rows per replica); busy seconds are averaged over the replicas.
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.world, {m.backend->StepLoss(), timing.busy_s, timing.end_s,
+                                                            step_s, reduce_wait_s}));
   StepReport r;
   for (const auto& v : all) {
     r.loss += v[0];
     r.busy_s += v[1];
     r.makespan_s = std::max(r.makespan_s, v[2]);
     r.step_s = std::max(r.step_s, v[3]);
+    r.reduce_wait_s = std::max(r.reduce_wait_s, v[4]);
   }
-  r.bubble_ratio = BubbleRatio(r.busy_s, static_cast<int>(all.size()), r.makespan_s);
+  r.loss /= m.dp_size;
+  r.busy_s /= m.dp_size;
+  r.bubble_ratio = BubbleRatio(r.busy_s, m.plan.pp_size, r.makespan_s);
   r.wait_s = timing.wait_s;
-  r.tokens = static_cast<int64_t>(batch.rows) * batch.seq;
+  r.tokens = static_cast<int64_t>(batch.rows) * batch.seq * m.dp_size;
   r.grad_norm = grad_norm;
   r.spans = std::move(timing.spans);
   ++m.step;
@@ -221,6 +305,7 @@ std::vector<StashReport> Engine::Stash() const {
 void Engine::SetLearningRate(double lr) {
   for (auto& group : impl_->optimizer->param_groups())
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  if (impl_->sync) impl_->sync->SetLearningRate(lr);
 }
 
 int Engine::LiveGraphsAfterStep() const { return impl_->backend->LiveGraphsAfterStep(); }
@@ -316,12 +401,17 @@ Status Engine::InitFromHf(const std::string& dir) {
       return Status::ComputeError("loading " + dir + ": " + e.what_without_backtrace());
     }
   }();
-  if (!mine.ok()) mine = mine.WithContext("rank " + std::to_string(m.comm->rank()));
-  return AgreeOnStatus(mine, *m.comm);
+  if (!mine.ok()) mine = mine.WithContext("rank " + std::to_string(m.world->rank()));
+  return AgreeOnStatus(mine, *m.world);
 }
 
 const Plan& Engine::plan() const { return impl_->plan; }
 int Engine::rank() const { return impl_->comm->rank(); }
+int Engine::dp_rank() const { return impl_->dp_rank; }
+int Engine::dp_size() const { return impl_->dp_size; }
+int Engine::world_rank() const { return impl_->world->rank(); }
+Communicator& Engine::pipeline_comm() const { return *impl_->comm; }
+bool Engine::distributed_optimizer() const { return impl_->sync && impl_->sync->zero1(); }
 
 // ------------------------------------------------------ counting allocator ---
 

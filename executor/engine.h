@@ -59,14 +59,18 @@ struct NamedValues {
 };
 
 struct StepReport {
-  double loss = 0.0;          // batch mean cross-entropy (nats/token), same on every rank
-  double step_s = 0.0;        // max over ranks: barrier -> optimizer step done
+  double loss = 0.0;          // global batch's mean cross-entropy (nats/token), same on every rank
+  double step_s = 0.0;        // max over ranks (all replicas): barrier -> optimizer step done
   double makespan_s = 0.0;    // max over ranks: barrier -> last action (and its sends) done
-  double busy_s = 0.0;        // sum over ranks of F/B/I/W seconds
+  double busy_s = 0.0;        // sum over the ranks of a pipeline of F/B/I/W seconds (mean over replicas)
   double bubble_ratio = 0.0;  // 1 - busy / (P * makespan), PLAN_FORMAT rule 8, measured
   double wait_s = 0.0;        // this rank's seconds blocked in receives
-  int64_t tokens = 0;         // rows * seq_length of the batch
+  int64_t tokens = 0;         // rows * seq_length of the global batch (all replicas)
   double grad_norm = 0.0;     // global L2 norm before clipping (0 unless clip_grad_norm > 0)
+  // dp_size > 1: max over ranks of the seconds blocked waiting for the
+  // data-parallel gradient reduction after the last action (the all-reduce's
+  // exposed time; the rest overlapped compute). 0 with dp_size 1.
+  double reduce_wait_s = 0.0;
   std::vector<ActionSpan> spans;  // this rank's measured actions (hooks->record_spans)
 };
 
@@ -86,16 +90,23 @@ struct StageParameterBytes {
 
 class Engine {
  public:
-  // Collective over `comm`. Agrees on the plan hash with every rank
-  // (AgreeOnPlan), runs PreflightCheck (world size, validation, model and
-  // training fields), then builds this rank's stages and optimizer.
+  // Collective over `comm` (every rank of the job: pp_size x dp_size). Agrees
+  // on the plan hash with every rank (AgreeOnPlan), runs PreflightCheck
+  // (world size, validation, model and training fields); with dp_size > 1
+  // splits `comm` into this rank's pipeline and data-parallel communicators
+  // (Communicator::Split; world rank g = pipeline rank * dp_size + dp rank),
+  // then builds this rank's stages and optimizer (ZeRO-1's shards when the
+  // plan says training.distributed_optimizer).
   // Errors: those of AgreeOnPlan / PreflightCheck (nothing computed yet);
   // ComputeError if LibTorch fails to build a stage.
   static StatusOr<std::unique_ptr<Engine>> Create(const Plan& plan, Communicator& comm, const EngineOptions& options);
   ~Engine();
 
-  // One step on `batch` (all ranks pass the same batch; only the first
-  // stage's rank reads inputs, only the last stage's rank reads targets).
+  // One step on `batch`: this replica's rows of the global batch (the ranks
+  // of one replica pass the same batch; only the first stage's rank reads
+  // inputs, only the last stage's rank reads targets). With dp_size > 1 the
+  // REDUCE_GRAD actions start the gradient reduction, waited for before
+  // the optimizer step; clipping uses the norm over the whole grid.
   // Zeroes gradients, runs the rank's actions, steps AdamW if
   // `apply_optimizer`, then gathers loss and timings. Collective.
   // Errors: InvalidArgument if the batch shape differs from the plan's
@@ -141,7 +152,18 @@ class Engine {
   Status InitFromHf(const std::string& dir);
 
   const Plan& plan() const;
+  // Pipeline rank (the index into plan.ranks), data-parallel rank and size,
+  // and rank in the communicator Create was given (the world):
+  // world_rank = rank * dp_size + dp_rank (docs/DATA_PARALLEL.md).
   int rank() const;
+  int dp_rank() const;
+  int dp_size() const;
+  int world_rank() const;
+  // The communicator of this rank's pipeline replica (the world's when
+  // dp_size is 1); lives as long as the engine.
+  Communicator& pipeline_comm() const;
+  // True when AdamW is sharded over the data-parallel group (ZeRO-1).
+  bool distributed_optimizer() const;
 
  private:
   struct Impl;

@@ -16,6 +16,12 @@ double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 
 }  // namespace
 
+Status StageBackend::ReduceGradients(int stage) {
+  return Status::InvalidArgument(std::to_string(stage) +
+                                 "REDUCE_GRAD: this backend runs one pipeline replica (dp_size 1) and has no "
+                                 "data-parallel group to reduce gradients over");
+}
+
 StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communicator& comm, StageBackend& backend,
                                      const StepHooks* hooks) {
   const bool record = hooks != nullptr && hooks->record_spans;
@@ -185,11 +191,14 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         recvs[{static_cast<int>(a.type), a.stage, a.microbatch}] = PostedRecv{*id, i, posted};
         break;
       }
-      case ActionType::kReduceGrad:
-        st = Status::InvalidArgument("'" + a.ToString() +
-                                     "': this executor runs one pipeline replica (dp_size 1) and has no "
-                                     "data-parallel gradient reduction");
+      case ActionType::kReduceGrad: {
+        // Starts the stage's non-blocking collectives; the span is the time
+        // to post them (flattening the gradients included).
+        const Clock::time_point c0 = Clock::now();
+        st = backend.ReduceGradients(a.stage);
+        mark(i, c0, Clock::now());
         break;
+      }
     }
     if (!st.ok()) return fail(i, st);
     if (IsComm(a.type) && (i + 1 == actions.size() || !IsComm(actions[i + 1].type))) {

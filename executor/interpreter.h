@@ -15,6 +15,8 @@
 //           post order (wait late). Tests neither post nor reorder anything,
 //           so the FIFO / rendezvous order of posts is unchanged.
 //   F/B/I/W run on the backend and are timed (busy seconds).
+//   REDUCE_GRAD starts the stage's data-parallel gradient reduction
+//           (StageBackend::ReduceGradients; never blocks, not busy time).
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,11 @@ class StageBackend {
   // A fresh buffer of the exact expected size for RECV_F / RECV_B; the
   // backend reads it when the consumer runs. Valid until EndStep.
   virtual StatusOr<MessageBuffer> RecvBuffer(ActionType type, int stage, int microbatch) = 0;
+  // REDUCE_GRAD(stage): the stage's gradients of this step are final; start
+  // their non-blocking reduction over the data-parallel group (the engine
+  // waits for it before the optimizer step). Default: InvalidArgument (a
+  // backend of one replica, dp_size 1).
+  virtual Status ReduceGradients(int stage);
   // After every send completed: drop per-step state (messages, activations).
   virtual Status EndStep() = 0;
 };

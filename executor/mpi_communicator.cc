@@ -8,7 +8,10 @@
 #include <climits>
 #include <cstdio>
 #include <thread>
+#include <functional>
 #include <map>
+#include <string>
+#include <vector>
 
 namespace pw::exec {
 
@@ -71,7 +74,11 @@ struct MpiCommunicator::Impl {
     bool is_recv = false;
     int peer = 0;
     int64_t bytes = 0;
+    std::string collective;  // non-empty for a collective: what it is, for errors
   };
+  // World rank of each rank of `comm` (identity for the world's duplicate).
+  std::vector<int> world_ranks;
+  std::string group_label;  // "" (world) or "data-parallel group" / "pipeline"
   RequestId next_id = 0;
   std::map<RequestId, Pending> pending;
 };
@@ -97,7 +104,98 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create() {
   MPI_Comm_set_errhandler(c->impl_->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(c->impl_->comm, &c->rank_);
   MPI_Comm_size(c->impl_->comm, &c->size_);
+  for (int r = 0; r < c->size_; ++r) c->impl_->world_ranks.push_back(r);
   return c;
+}
+
+std::string MpiCommunicator::Who(int r) const {
+  const auto& w = impl_->world_ranks;
+  if (r < 0 || r >= static_cast<int>(w.size()) || (w[r] == r && impl_->group_label.empty()))
+    return "rank " + std::to_string(r);
+  return impl_->group_label + " rank " + std::to_string(r) + " (world rank " + std::to_string(w[r]) + ")";
+}
+
+StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Split(int color, int key, const std::string& label) {
+  std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
+  c->watchdog_s_ = watchdog_s_;
+  int rc = MPI_Comm_split(impl_->comm, color, key, &c->impl_->comm);
+  if (rc != MPI_SUCCESS)
+    return Status::CommError(Host() + ": " + Who(rank_) + ": MPI_Comm_split failed: " + MpiErrorText(rc));
+  MPI_Comm_set_errhandler(c->impl_->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(c->impl_->comm, &c->rank_);
+  MPI_Comm_size(c->impl_->comm, &c->size_);
+  // Name every member by its world rank in errors.
+  MPI_Group world_group, group;
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  MPI_Comm_group(c->impl_->comm, &group);
+  std::vector<int> mine(c->size_), world(c->size_);
+  for (int r = 0; r < c->size_; ++r) mine[r] = r;
+  MPI_Group_translate_ranks(group, c->size_, mine.data(), world_group, world.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world_group);
+  c->impl_->world_ranks = world;
+  c->impl_->group_label = label.empty() ? "group" : label;
+  return std::unique_ptr<Communicator>(std::move(c));
+}
+
+namespace {
+
+MPI_Datatype MpiType(ElementType t) { return t == ElementType::kFloat64 ? MPI_DOUBLE : MPI_FLOAT; }
+
+}  // namespace
+
+StatusOr<RequestId> MpiCommunicator::PostCollective(const std::string& what, const std::function<int(void*)>& post,
+                                                    int64_t count) {
+  if (count > INT_MAX)
+    return Status::CommError(Host() + ": " + Who(rank_) + ": " + what + " of " + std::to_string(count) +
+                             " elements exceeds MPI's int count (smaller buckets)");
+  Impl::Pending p;
+  p.collective = what;
+  const int rc = post(&p.request);
+  if (rc != MPI_SUCCESS)
+    return Status::CommError(Host() + ": " + Who(rank_) + ": " + what + " failed to start: " + MpiErrorText(rc));
+  RequestId id = impl_->next_id++;
+  impl_->pending[id] = p;
+  return id;
+}
+
+std::string MpiCommunicator::Members() const {
+  std::string s;
+  for (size_t r = 0; r < impl_->world_ranks.size(); ++r)
+    s += (r ? ", " : "") + std::to_string(impl_->world_ranks[r]);
+  return "world ranks " + s;
+}
+
+StatusOr<RequestId> MpiCommunicator::IallReduceSum(void* data, int64_t count, ElementType type) {
+  MPI_Comm comm = impl_->comm;
+  return PostCollective("all-reduce of " + std::to_string(count) + " elements over " + Members(),
+                        [&](void* req) {
+                          return MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MpiType(type), MPI_SUM,
+                                                comm, static_cast<MPI_Request*>(req));
+                        },
+                        count);
+}
+
+StatusOr<RequestId> MpiCommunicator::IreduceScatterSum(const void* send, void* recv, int64_t count,
+                                                       ElementType type) {
+  MPI_Comm comm = impl_->comm;
+  return PostCollective("reduce-scatter of " + std::to_string(count) + " elements per rank over " + Members(),
+                        [&](void* req) {
+                          return MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), MpiType(type),
+                                                           MPI_SUM, comm, static_cast<MPI_Request*>(req));
+                        },
+                        count * size_);
+}
+
+StatusOr<RequestId> MpiCommunicator::IallGatherBlocks(const void* send, void* recv, int64_t count, ElementType type) {
+  MPI_Comm comm = impl_->comm;
+  return PostCollective("all-gather of " + std::to_string(count) + " elements per rank over " + Members(),
+                        [&](void* req) {
+                          return MPI_Iallgather(send, static_cast<int>(count), MpiType(type), recv,
+                                                static_cast<int>(count), MpiType(type), comm,
+                                                static_cast<MPI_Request*>(req));
+                        },
+                        count * size_);
 }
 
 StatusOr<RequestId> MpiCommunicator::Isend(int peer, Channel channel, const void* data, int64_t bytes) {
@@ -144,7 +242,7 @@ Status MpiCommunicator::Wait(RequestId id) {
   Impl::Pending p = it->second;
   impl_->pending.erase(it);
   MPI_Status status;
-  const std::string what = std::string(p.is_recv ? "receive from" : "send to") + " rank " + std::to_string(p.peer);
+  const std::string what = Describe(&p);
   Status polled = Poll(&p.request, &status, what);
   if (!polled.ok()) return polled;
   return Completed(&p, MPI_SUCCESS, &status, what);
@@ -161,10 +259,15 @@ StatusOr<bool> MpiCommunicator::Test(RequestId id) {
   if (rc == MPI_SUCCESS && !done) return false;
   const Impl::Pending finished = p;
   impl_->pending.erase(it);
-  const std::string what =
-      std::string(finished.is_recv ? "receive from" : "send to") + " rank " + std::to_string(finished.peer);
+  const std::string what = Describe(&finished);
   PW_RETURN_IF_ERROR(Completed(&finished, rc, &status, what));
   return true;
+}
+
+std::string MpiCommunicator::Describe(const void* pending) const {
+  const auto& p = *static_cast<const Impl::Pending*>(pending);
+  if (!p.collective.empty()) return p.collective;
+  return std::string(p.is_recv ? "receive from " : "send to ") + Who(p.peer);
 }
 
 Status MpiCommunicator::Completed(const void* pending, int rc, void* status_ptr, const std::string& what) const {
@@ -199,13 +302,13 @@ Status MpiCommunicator::Poll(void* request_ptr, void* status_ptr, const std::str
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > watchdog_s_) {
       char secs[32];
       std::snprintf(secs, sizeof(secs), "%g", watchdog_s_);
-      return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what + ": no progress for " +
+      return Status::CommError(Host() + ": " + Who(rank_) + ": " + what + ": no progress for " +
                                secs + " s (watchdog --watchdog-s): the peer died, hangs, or is far behind");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(us));
   }
   if (rc != MPI_SUCCESS)
-    return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what + " failed: " +
+    return Status::CommError(Host() + ": " + Who(rank_) + ": " + what + " failed: " +
                              MpiErrorText(rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR : rc));
   return Status::Ok();
 }

@@ -4,7 +4,9 @@
 // <mpi.h> stays inside mpi_communicator.cc.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "executor/communicator.h"
 
@@ -51,6 +53,17 @@ class MpiCommunicator : public Communicator {
   StatusOr<bool> Test(RequestId id) override;
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
   Status Barrier() override;
+  // MPI_Comm_split of this communicator (an MpiCommunicator with the same
+  // watchdog; errors name its members by world rank).
+  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key, const std::string& label) override;
+  // MPI_Iallreduce (MPI_IN_PLACE, MPI_SUM), MPI_Ireduce_scatter_block and
+  // MPI_Iallgather on host buffers (MPI_FLOAT / MPI_DOUBLE); Wait polls them
+  // under the watchdog like a message. Errors: CommError for more than
+  // INT_MAX elements (MPI's count) and for MPI failures, naming the group's
+  // world ranks.
+  StatusOr<RequestId> IallReduceSum(void* data, int64_t count, ElementType type) override;
+  StatusOr<RequestId> IreduceScatterSum(const void* send, void* recv, int64_t count, ElementType type) override;
+  StatusOr<RequestId> IallGatherBlocks(const void* send, void* recv, int64_t count, ElementType type) override;
 
   // Watchdog: a Wait, AllGather or Barrier that sees no completion for
   // `seconds` returns CommError ("no progress for 30 s ... (--watchdog-s)")
@@ -68,6 +81,14 @@ class MpiCommunicator : public Communicator {
   // The checks after request `pending` (an Impl::Pending) completed with
   // MPI return code `rc` and `status`: MPI errors, a receive's byte count.
   Status Completed(const void* pending, int rc, void* status, const std::string& what) const;
+  // "rank r", or "<label> rank r (world rank g)" in a split communicator.
+  std::string Who(int r) const;
+  // "world ranks 0, 2" (this communicator's members).
+  std::string Members() const;
+  // "send to rank 1" / "receive from ..." / the collective's description.
+  std::string Describe(const void* pending) const;
+  // Registers a collective started by `post(MPI_Request*)`.
+  StatusOr<RequestId> PostCollective(const std::string& what, const std::function<int(void*)>& post, int64_t count);
   double watchdog_s_ = 0.0;
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1;

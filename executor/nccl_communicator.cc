@@ -22,6 +22,7 @@ std::string Host() {
 
 struct NcclCommunicator::Impl {
   Communicator* bootstrap = nullptr;
+  std::unique_ptr<Communicator> owned_bootstrap;  // set for a Split result (destroyed after comm)
   int rank = 0, size = 1, device = 0;
   ncclComm_t comm = nullptr;
   cudaStream_t compute = nullptr;  // not owned
@@ -87,6 +88,7 @@ NcclCommunicator::~NcclCommunicator() {
   if (impl_->compute_ready) cudaEventDestroy(impl_->compute_ready);
   if (impl_->comm) ncclCommDestroy(impl_->comm);
   if (impl_->comm_stream) cudaStreamDestroy(impl_->comm_stream);
+  impl_->owned_bootstrap.reset();
 }
 
 StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicator& bootstrap, int device,
@@ -175,6 +177,49 @@ StatusOr<bool> NcclCommunicator::Test(RequestId id) {
   s.free_events.push_back(it->second);
   s.pending.erase(it);
   return true;
+}
+
+StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Split(int color, int key, const std::string& label) {
+  Impl& s = *impl_;
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> bootstrap, s.bootstrap->Split(color, key, label));
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> split, Create(*bootstrap, s.device, s.compute));
+  split->impl_->owned_bootstrap = std::move(bootstrap);
+  return std::unique_ptr<Communicator>(std::move(split));
+}
+
+namespace {
+
+ncclDataType_t NcclType(ElementType t) { return t == ElementType::kFloat64 ? ncclFloat64 : ncclFloat32; }
+
+}  // namespace
+
+StatusOr<RequestId> NcclCommunicator::IallReduceSum(void* data, int64_t count, ElementType type) {
+  Impl& s = *impl_;
+  PW_RETURN_IF_ERROR(s.OrderAfterCompute());
+  PW_RETURN_IF_ERROR(s.Nccl(ncclAllReduce(data, data, static_cast<size_t>(count), NcclType(type), ncclSum, s.comm,
+                                          s.comm_stream),
+                            "ncclAllReduce of " + std::to_string(count) + " elements"));
+  return s.Finish("all-reduce");
+}
+
+StatusOr<RequestId> NcclCommunicator::IreduceScatterSum(const void* send, void* recv, int64_t count,
+                                                        ElementType type) {
+  Impl& s = *impl_;
+  PW_RETURN_IF_ERROR(s.OrderAfterCompute());
+  PW_RETURN_IF_ERROR(s.Nccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), NcclType(type), ncclSum,
+                                              s.comm, s.comm_stream),
+                            "ncclReduceScatter of " + std::to_string(count) + " elements per rank"));
+  return s.Finish("reduce-scatter");
+}
+
+StatusOr<RequestId> NcclCommunicator::IallGatherBlocks(const void* send, void* recv, int64_t count,
+                                                       ElementType type) {
+  Impl& s = *impl_;
+  PW_RETURN_IF_ERROR(s.OrderAfterCompute());
+  PW_RETURN_IF_ERROR(s.Nccl(ncclAllGather(send, recv, static_cast<size_t>(count), NcclType(type), s.comm,
+                                          s.comm_stream),
+                            "ncclAllGather of " + std::to_string(count) + " elements per rank"));
+  return s.Finish("all-gather");
 }
 
 StatusOr<std::vector<std::string>> NcclCommunicator::AllGather(const std::string& mine) {

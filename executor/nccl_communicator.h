@@ -58,6 +58,18 @@ class NcclCommunicator : public Communicator {
   StatusOr<bool> Test(RequestId id) override;
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
   Status Barrier() override;
+  // A new NCCL communicator over the ranks of the same color: the bootstrap
+  // is split (MPI_Comm_split), a fresh ncclUniqueId travels through the
+  // split bootstrap, and the result owns that bootstrap. Same device and
+  // compute stream as this one.
+  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key, const std::string& label) override;
+  // ncclAllReduce (in place, ncclSum), ncclReduceScatter, ncclAllGather on
+  // device buffers, on the comm stream after the compute queued so far;
+  // completion as for Isend (events; Wait orders the compute stream after
+  // it). Counts are elements (ncclFloat32 / ncclFloat64).
+  StatusOr<RequestId> IallReduceSum(void* data, int64_t count, ElementType type) override;
+  StatusOr<RequestId> IreduceScatterSum(const void* send, void* recv, int64_t count, ElementType type) override;
+  StatusOr<RequestId> IallGatherBlocks(const void* send, void* recv, int64_t count, ElementType type) override;
 
   // Opens / closes an NCCL group: operations posted in between are issued
   // together at GroupEnd (needed e.g. for a send to oneself), and their

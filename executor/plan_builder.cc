@@ -4,6 +4,7 @@
 
 #include "models/spec/device.h"
 #include "planner/planner.h"
+#include "schedules/lower.h"
 #include "schedules/registry.h"
 
 namespace pw::exec {
@@ -22,6 +23,7 @@ DeviceSpec TestCpuDevice() {
 }
 
 StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
+  if (spec.dp_size < 1) return Status::InvalidArgument("PlanSpec.dp_size must be >= 1");
   nlohmann::json config = spec.model;
   if (!config.is_object()) return Status::InvalidArgument("PlanSpec.model: expected a HF config object");
   if (!config.contains("model_type")) config["model_type"] = "gpt2";
@@ -57,6 +59,18 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
     if (plan.training->microbatch_sizes != want)
       return Status::InvalidArgument("PlanSpec.microbatch_sizes: the planner splits a batch as evenly as possible, "
                                      "larger first; these sizes are not such a split of their sum");
+  }
+  if (spec.dp_size > 1) {
+    plan.dp_size = spec.dp_size;
+    int64_t rows = 0;
+    for (int64_t r : plan.training->microbatch_sizes) rows += r;
+    plan.training->global_batch_size = rows * spec.dp_size;
+    plan.training->distributed_optimizer = spec.distributed_optimizer;
+    // Each stage's REDUCE_GRAD after its last B/W (schedules/lower.h).
+    Program program = PlanProgram(plan);
+    program.dp_size = spec.dp_size;
+    PW_ASSIGN_OR_RETURN(Program reduced, AddReduceGrad(program));
+    plan.ranks = std::move(reduced.ranks);
   }
   return plan;
 }

@@ -46,11 +46,17 @@ struct PlanSpec {
   // > 0: the run clips by the global gradient norm; recorded as
   // training.clip_grad_norm with training.global_barrier = true.
   double clip_grad_norm = 0.0;
+  // Data-parallel replicas D (world = pp_size x D): the plan's microbatches
+  // are one replica's; training.global_batch_size = D x their sum; each
+  // stage's list gets one <s>REDUCE_GRAD after its last B/W.
+  int dp_size = 1;
+  // ZeRO-1 (training.distributed_optimizer); only with dp_size > 1.
+  bool distributed_optimizer = false;
 };
 
 // Errors: the planner's (InvalidArgument naming the flag, Infeasible with the
 // rejection), and InvalidArgument when microbatch_sizes is not the planner's
-// even split of its sum.
+// even split of its sum, or dp_size < 1.
 StatusOr<Plan> BuildPlan(const PlanSpec& spec);
 
 // The executor's view of a plan's training section.

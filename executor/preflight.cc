@@ -19,10 +19,19 @@ Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm) {
 }
 
 StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_fifo_per_pair) {
-  if (world_size != plan.pp_size)
-    return Status::InvalidArgument("plan is for pp_size=" + std::to_string(plan.pp_size) + " ranks but " +
-                                   std::to_string(world_size) + " were started (mpirun -np " +
-                                   std::to_string(world_size) + "); run with -np " + std::to_string(plan.pp_size));
+  if (plan.dp_size < 1)
+    return Status::InvalidArgument("plan field 'dp_size' is " + std::to_string(plan.dp_size) + ": must be >= 1");
+  // World = pp_size x dp_size ranks (docs/DATA_PARALLEL.md).
+  const int64_t ranks = static_cast<int64_t>(plan.pp_size) * plan.dp_size;
+  if (world_size != ranks) {
+    const std::string grid = plan.dp_size == 1
+                                 ? "pp_size=" + std::to_string(plan.pp_size)
+                                 : "pp_size=" + std::to_string(plan.pp_size) + " x dp_size=" +
+                                       std::to_string(plan.dp_size) + " = " + std::to_string(ranks);
+    return Status::InvalidArgument("plan is for " + grid + " ranks but " + std::to_string(world_size) +
+                                   " were started (mpirun -np " + std::to_string(world_size) + "); run with -np " +
+                                   std::to_string(ranks));
+  }
   ValidateOptions vo;
   // MPI and TCP post receives early and sends never block (PLAN_FORMAT rule
   // 3); NCCL runs one operation after another with one FIFO per rank pair:
@@ -38,9 +47,6 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
                              (one_fifo_per_pair ? " for the NCCL communicator" : "") + " (nothing was computed)");
 
   CheckedPlan out;
-  if (plan.dp_size != 1)
-    return Status::InvalidArgument("plan field 'dp_size' is " + std::to_string(plan.dp_size) +
-                                   ": this executor runs one pipeline replica (dp_size 1)");
   if (!plan.model) return Status::InvalidArgument("plan section 'model' is missing: the executor builds the model from it "
                                                  "(write the plan with `pipewright plan`)");
   if (!plan.training)
@@ -56,6 +62,14 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
                                    ") but the model has " + std::to_string(L) + " layers (embedding, " +
                                    std::to_string(out.model.n_layer) + " blocks, head)");
   PW_ASSIGN_OR_RETURN(out.training, ReadTrainingShape(plan));
+  // Global batch = dp_size x the rows one replica runs (contract of
+  // docs/DATA_PARALLEL.md): replica d reads rows [d*R, (d+1)*R).
+  const int64_t global_rows = static_cast<int64_t>(plan.dp_size) * out.training.batch_rows;
+  if (plan.training->global_batch_size != global_rows)
+    return Status::InvalidArgument("plan field 'training.global_batch_size' is " +
+                                   std::to_string(plan.training->global_batch_size) + " but dp_size " +
+                                   std::to_string(plan.dp_size) + " x sum(training.microbatch_sizes) " +
+                                   std::to_string(out.training.batch_rows) + " = " + std::to_string(global_rows));
   // What the executor does not do must not be what the plan's memory and
   // time predictions assumed.
   const PlanTraining& t = *plan.training;

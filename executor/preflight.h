@@ -24,12 +24,15 @@ struct CheckedPlan {
 };
 
 // Local checks, deterministic (same result on every rank):
-//  - world_size == plan.pp_size ("plan is for pp_size=4 but 3 ranks were
-//    started (mpirun -np 3)");
+//  - world_size == plan.pp_size x plan.dp_size ("plan is for pp_size=2 x
+//    dp_size=2 = 4 ranks but 3 were started (mpirun -np 3); run with -np 4");
 //  - ValidateProgram on the plan's action lists, eager semantics (PLAN_FORMAT
 //    rules 1-6: completeness, order, pairing, FIFO, no deadlock); the message
 //    carries the grid with the stuck actions marked;
-//  - dp_size 1; the typed `model` section is one the executor builds
+//    (with rule 10: exactly one <s>REDUCE_GRAD per stage, after its last
+//    B/W, when dp_size > 1, none with dp_size 1);
+//  - training.global_batch_size = dp_size x sum(microbatch_sizes);
+//  - the typed `model` section is one the executor builds
 //    (models::GptFromModel: gpt2 or llama family, untied, no dropout) and the stages' layer ranges cover exactly its
 //    N+2 layers;
 //  - the `training` section: recompute none, dtype fp32 or fp64,

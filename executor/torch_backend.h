@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -100,6 +101,12 @@ class TorchStageBackend : public StageBackend {
   void SendCompleted(ActionType type, int stage, int microbatch) override;
   StatusOr<MessageBuffer> RecvBuffer(ActionType type, int stage, int microbatch) override;
   Status EndStep() override;
+  // REDUCE_GRAD: calls the function set by SetGradReduction (the engine's
+  // DataParallelSync::Start), else the base class's refusal.
+  Status ReduceGradients(int stage) override {
+    return reduce_grad_ ? reduce_grad_(stage) : StageBackend::ReduceGradients(stage);
+  }
+  void SetGradReduction(std::function<Status(int stage)> fn) { reduce_grad_ = std::move(fn); }
 
   WeightGradStore& store() { return store_; }
   std::map<int, models::GptStage>& stages() { return stages_; }
@@ -134,6 +141,7 @@ class TorchStageBackend : public StageBackend {
   // (undefined until the first one); no host sync inside the step.
   torch::Tensor loss_sum_;
   int live_graphs_after_step_ = 0;
+  std::function<Status(int stage)> reduce_grad_;  // data-parallel runs only
 };
 
 }  // namespace pw::exec

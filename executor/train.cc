@@ -211,27 +211,30 @@ Status Resume(RunContext& run) {
     st = Status::InvalidArgument("--resume " + *dir + ": the checkpoint is after step " +
                                  std::to_string(manifest->steps_done) + ", --steps is " +
                                  std::to_string(options.steps) + ": nothing left to run");
-  if (st.ok()) st = run.engine.LoadCheckpoint(*dir + "/" + manifest->files[run.comm.rank()]);
+  // Every replica reads its pipeline rank's file (data-parallel rank 0 wrote it).
+  if (st.ok()) st = run.engine.LoadCheckpoint(*dir + "/" + manifest->files[run.engine.rank()]);
   PW_RETURN_IF_ERROR(AgreeOnStatus(st, run.comm));
   run.summary.first_step = manifest->steps_done;
   if (run.printer) std::fprintf(run.out, "resumed from %s after step %d\n", dir->c_str(), run.summary.first_step);
   return Status::Ok();
 }
 
-// Every rank writes its file of step `done`; rank 0 then writes the manifest
-// (last: a step directory with a manifest has every rank's file in place).
-// Returns the slowest rank's seconds.
+// Every pipeline rank of replica 0 (data-parallel rank 0) writes its file of
+// step `done` (the replicas hold the same weights and AdamW state); rank 0
+// then writes the manifest (last: a step directory with a manifest has every
+// rank's file in place). Returns the slowest rank's seconds.
 StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
   const auto c0 = std::chrono::steady_clock::now();
   const std::string dir = CheckpointStepDir(run.options.checkpoint_dir, done);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  const bool writer = run.engine.dp_rank() == 0;
+  const std::string file = CheckpointRankFile(dir, run.engine.rank());
   Status st = ec ? Status::InvalidArgument("--checkpoint-dir: cannot create " + dir + ": " + ec.message())
-                 : run.engine.SaveCheckpoint(CheckpointRankFile(dir, run.comm.rank()));
+                 : writer ? run.engine.SaveCheckpoint(file) : Status::Ok();
   PW_RETURN_IF_ERROR(AgreeOnStatus(st, run.comm));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(run.comm, {secs, static_cast<double>(FileBytes(
-                                                                      CheckpointRankFile(dir, run.comm.rank())))}));
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(run.comm, {secs, writer ? static_cast<double>(FileBytes(file)) : 0.0}));
   double max_s = 0, bytes = 0;
   for (const auto& v : all) {
     max_s = std::max(max_s, v[0]);
@@ -245,7 +248,7 @@ StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
     m.steps_done = done;
     m.seed = run.options.seed;
     m.dtype = run.dtype;
-    m.data_position = static_cast<int64_t>(done) * run.shape.batch_rows;
+    m.data_position = static_cast<int64_t>(done) * run.shape.batch_rows * run.engine.dp_size();
     for (int rr = 0; rr < run.plan.pp_size; ++rr) m.files.push_back("rank_" + std::to_string(rr) + ".pt");
     PW_RETURN_IF_ERROR(WriteManifest(dir, m));
     std::fprintf(run.out, "checkpoint %s | %d files, %.0f bytes | %.3f s\n", dir.c_str(), run.plan.pp_size, bytes,
@@ -257,19 +260,27 @@ StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
   return max_s;
 }
 
+// Replica `dp_rank`'s rows of step `step`'s global batch of dp_size x rows
+// sequences: rows [dp_rank*rows, (dp_rank+1)*rows) (docs/DATA_PARALLEL.md),
+// so that the replicas together train on exactly the global batch a single
+// process would (docs/DATA.md gives the row order).
+TokenBatch ReplicaBatch(const TextDataset& data, int step, int rows, int dp_rank, int dp_size) {
+  return data.Batch(step, rows * dp_size, dp_rank * rows, rows);
+}
+
 // The training steps from summary.first_step to --steps: logging, the
 // non-finite loss stop, checkpoints, fault injection, the traced step.
 Status TrainSteps(RunContext& run) {
   const RunOptions& options = run.options;
   RunSummary& summary = run.summary;
-  double sum_step = 0, sum_tps = 0, sum_bubble = 0, sum_ckpt = 0;
+  double sum_step = 0, sum_tps = 0, sum_bubble = 0, sum_ckpt = 0, sum_reduce = 0;
   int counted = 0;
   const int trace_step = options.trace_step < 0 ? options.steps - 1 : options.trace_step;
   std::vector<ActionSpan> traced;
   StepHooks hooks;
   hooks.board = options.board;
   hooks.record_spans = !options.trace_path.empty();
-  const int fault_index = static_cast<int>(run.plan.ranks[run.comm.rank()].size() / 2);
+  const int fault_index = static_cast<int>(run.plan.ranks[run.engine.rank()].size() / 2);
   int current_step = 0;
   const auto started = std::chrono::steady_clock::now();
   if (options.fault_rank == run.comm.rank())
@@ -284,7 +295,8 @@ Status TrainSteps(RunContext& run) {
   for (int step = summary.first_step; step < options.steps; ++step) {
     current_step = step;
     run.engine.SetLearningRate(LearningRate(options, step));
-    TokenBatch batch = run.data.Batch(step, run.shape.batch_rows);
+    TokenBatch batch = ReplicaBatch(run.data, step, run.shape.batch_rows, run.engine.dp_rank(),
+                                    run.engine.dp_size());
     StatusOr<StepReport> r = run.engine.Step(batch, /*apply_optimizer=*/true, &hooks);
     if (!r.ok()) return r.status();
     // The loss is all-gathered in Step: every rank sees the same value and
@@ -302,17 +314,23 @@ Status TrainSteps(RunContext& run) {
       sum_step += r->step_s;
       sum_tps += tps;
       sum_bubble += r->bubble_ratio;
+      sum_reduce += r->reduce_wait_s;
       ++counted;
     }
     if (run.printer && (step % std::max(1, options.log_every) == 0 || step + 1 == options.steps)) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       const int done_here = step + 1 - summary.first_step;
       const double eta = elapsed / done_here * (options.steps - step - 1);
+      // Data parallel: the seconds the slowest rank blocked on the gradient
+      // reduction after its last action (the all-reduce's exposed time).
+      char reduce[64] = "";
+      if (run.engine.dp_size() > 1)
+        std::snprintf(reduce, sizeof reduce, " | all-reduce exposed %.3f s", r->reduce_wait_s);
       std::fprintf(run.out,
-                   "step %d/%d | loss %.4f | %.0f tok/s | step %.3f s | bubble %.3f | %.3g GFLOP/s/rank | elapsed %s "
+                   "step %d/%d | loss %.4f | %.0f tok/s | step %.3f s | bubble %.3f%s | %.3g GFLOP/s/rank | elapsed %s "
                    "| ETA %s\n",
-                   step + 1, options.steps, r->loss, tps, r->step_s, r->bubble_ratio,
-                   run.step_flops / r->step_s / run.plan.pp_size / 1e9, Seconds(elapsed).c_str(), Seconds(eta).c_str());
+                   step + 1, options.steps, r->loss, tps, r->step_s, r->bubble_ratio, reduce,
+                   run.step_flops / r->step_s / run.comm.size() / 1e9, Seconds(elapsed).c_str(), Seconds(eta).c_str());
       std::fflush(run.out);
     }
     const int done = step + 1;
@@ -325,16 +343,18 @@ Status TrainSteps(RunContext& run) {
     }
   }
   if (summary.checkpoints_written > 0) summary.mean_checkpoint_s = sum_ckpt / summary.checkpoints_written;
-  if (!options.trace_path.empty()) {
+  if (!options.trace_path.empty() && run.engine.dp_rank() == 0) {
+    // Replica 0's ranks (the pipeline the plan's streams describe).
     if (trace_step < summary.first_step || trace_step >= options.steps)
       traced.clear();  // WriteMeasuredTrace reports it
-    PW_RETURN_IF_ERROR(WriteMeasuredTrace(run.plan, traced, run.comm, options.trace_path,
+    PW_RETURN_IF_ERROR(WriteMeasuredTrace(run.plan, traced, run.engine.pipeline_comm(), options.trace_path,
                                           "measured step " + std::to_string(trace_step) + " of " + options.plan_path));
     if (run.printer) std::fprintf(run.out, "trace of step %d -> %s\n", trace_step, options.trace_path.c_str());
   }
   summary.mean_step_s = sum_step / counted;
   summary.mean_tokens_per_s = sum_tps / counted;
   summary.mean_bubble_ratio = sum_bubble / counted;
+  summary.mean_reduce_wait_s = sum_reduce / counted;
   return Status::Ok();
 }
 
@@ -357,7 +377,8 @@ Status SaveAndSample(RunContext& run, Status* sampled) {
     dir = all[0];
   }
   if (!dir.empty()) {
-    PW_RETURN_IF_ERROR(run.engine.SaveStages(dir));
+    // Replica 0 writes (every replica holds the same weights).
+    if (run.engine.dp_rank() == 0) PW_RETURN_IF_ERROR(run.engine.SaveStages(dir));
     PW_RETURN_IF_ERROR(run.comm.Barrier());
   }
   if (options.sample_tokens > 0 && run.printer) {
@@ -403,6 +424,13 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
+  // Every rank has the same options and plan: all refuse together.
+  if (engine->distributed_optimizer() && (!options.checkpoint_dir.empty() || !options.resume.empty()))
+    return Status::InvalidArgument(std::string(options.resume.empty() ? "--checkpoint-dir " + options.checkpoint_dir
+                                                                      : "--resume " + options.resume) +
+                                   ": checkpoints of a ZeRO-1 run (plan training.distributed_optimizer, "
+                                   "--use-distributed-optimizer) are not supported yet (the AdamW state is sharded "
+                                   "over the data-parallel ranks); plan without it to checkpoint");
   RunSummary summary;
   RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
                  options.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan)};
@@ -417,13 +445,21 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
       std::fprintf(out, "\n");
     }
   }
-  if (run.printer)
+  if (run.printer && plan->dp_size == 1)
     std::fprintf(out,
                  "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes of %s (%s order), %d "
                  "steps\n",
                  plan->schedule.c_str(), plan->pp_size, plan->num_stages, plan->num_microbatches, shape->batch_rows,
                  shape->seq_length, static_cast<long long>(data->num_bytes()), data->description().c_str(),
                  data->sequential() ? "sequential" : "random", options.steps);
+  if (run.printer && plan->dp_size > 1)
+    std::fprintf(out,
+                 "pipewright run: %s, P=%d x D=%d replicas (%d ranks), %d stages, m=%d, global batch %d x %d "
+                 "tokens (%d rows per replica)%s, %lld bytes of %s (%s order), %d steps\n",
+                 plan->schedule.c_str(), plan->pp_size, plan->dp_size, comm.size(), plan->num_stages,
+                 plan->num_microbatches, shape->batch_rows * plan->dp_size, shape->seq_length, shape->batch_rows,
+                 engine->distributed_optimizer() ? ", ZeRO-1 AdamW" : "", static_cast<long long>(data->num_bytes()),
+                 data->description().c_str(), data->sequential() ? "sequential" : "random", options.steps);
   PW_RETURN_IF_ERROR(TrainSteps(run));
   Status sampled;
   PW_RETURN_IF_ERROR(SaveAndSample(run, &sampled));
@@ -436,6 +472,9 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     std::fprintf(out, "\n");
     std::fprintf(out, "done: loss %.4f -> %.4f | mean step %.3f s | %.0f tok/s | bubble %.3f\n", summary.first_loss,
                  summary.last_loss, summary.mean_step_s, summary.mean_tokens_per_s, summary.mean_bubble_ratio);
+    if (plan->dp_size > 1)
+      std::fprintf(out, "data parallel: %d replicas | all-reduce exposed %.4f s per step (mean)\n", plan->dp_size,
+                   summary.mean_reduce_wait_s);
     // The plan's step is makespan_s with a global barrier, steady_step_s
     // without (docs/PLAN_FORMAT.md rule 9); the executor steps every rank
     // together, so its measured step compares with makespan_s.

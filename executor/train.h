@@ -59,6 +59,7 @@ struct RunSummary {
   double mean_step_s = 0.0;       // over steps after the first (warm-up excluded when > 1 step)
   double mean_tokens_per_s = 0.0;
   double mean_bubble_ratio = 0.0;
+  double mean_reduce_wait_s = 0.0; // dp_size > 1: the all-reduce's exposed seconds per step (StepReport::reduce_wait_s)
   std::string sample;             // rank 0 only, if asked
   int first_step = 0;             // 0, or the resumed checkpoint's steps_done
   int checkpoints_written = 0;
@@ -66,7 +67,8 @@ struct RunSummary {
   int64_t checkpoint_bytes = 0;    // bytes of the last checkpoint (all rank files)
 };
 
-// Runs on every rank with `comm` (world = plan's pp_size). Reads the plan and
+// Runs on every rank with `comm` (world = plan's pp_size x dp_size; each
+// replica trains on its rows of every global batch). Reads the plan and
 // data, agrees on the plan across ranks, pre-flight checks it, trains, and
 // prints one line per --log-every steps on rank 0 to `out`:
 //   step 3/50 | loss 4.1234 | 5120 tok/s | step 0.400 s | bubble 0.213 |

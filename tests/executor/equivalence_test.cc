@@ -122,6 +122,31 @@ TEST(EquivalenceClipTest, ClippedStepsMatchClipGradNorm) {
   }
 }
 
+// A data-parallel plan on a communicator without data-parallel groups
+// (loopback here; tcp, the torchrun launch, shares the refusal): every rank
+// refuses before any compute, naming dp_size, the planner flag and the
+// launchers that can run it.
+TEST(DataParallelRefusalTest, CommunicatorWithoutGroupsRefusesOnEveryRank) {
+  PlanSpec spec;
+  spec.schedule = "1f1b";
+  spec.pp_size = 2;
+  spec.num_microbatches = 2;
+  spec.model = TinyModel(2);
+  spec.seq_length = kSeq;
+  spec.bytes_per_element = 8;  // Fp64Options
+  spec.dp_size = 2;
+  StatusOr<Plan> plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  std::vector<RankRun> runs = RunLoopback(*plan, 4, {RandomBatch(2, kSeq, 1)}, Fp64Options(), /*timeout_s=*/20.0);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(runs[r].status.code(), StatusCode::kInvalidArgument) << "rank " << r << ": " << runs[r].status.ToString();
+    for (const char* want : {"dp_size", "--dp", "launch/mpirun.sh", "loopback"})
+      EXPECT_NE(runs[r].status.message().find(want), std::string::npos)
+          << "rank " << r << ": no '" << want << "' in: " << runs[r].status.ToString();
+    EXPECT_TRUE(runs[r].reports.empty()) << "rank " << r << " computed a step";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFamilies, EquivalenceTest, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string n = CaseName(info.param);

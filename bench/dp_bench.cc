@@ -1,0 +1,262 @@
+// Data parallel x pipeline, measured vs simulated: dp x pp ranks under
+// mpirun train a GPT with each schedule and compare the step time and the
+// gradient all-reduce's exposed time with the simulator (schedules/simulate.h)
+// replaying the same step:
+//
+//   mpirun -np 4 --oversubscribe dp_bench --dp 2 --pp 2 --data text.txt
+//          --schedules 1f1b,zb-h1 --steps 10 --warmup-steps 3
+//
+// Per schedule rank 0 prints one row (bench/README.md):
+//   measured   medians over the timed steps of Engine::Step's figures: the
+//              step (barrier -> optimizer done, max over all ranks), the
+//              makespan (barrier -> last action done) and the all-reduce's
+//              exposed time (StepReport::reduce_wait_s: the longest a rank
+//              blocked on the reduction after its last action)
+//   all-reduce alone  median seconds of one blocking all-reduce of each
+//              stage's gradient over its data-parallel group, measured
+//              before training with every group reducing at once; and the
+//              ring model 2(D-1)/D x bytes / bandwidth + 2(D-1) x latency
+//              with the link numbers of the bench's test device
+//   simulated  the simulator on the plan's lists (REDUCE_GRAD included) with
+//              this run's measured mean F/I/W/B per stage and the measured
+//              all-reduce per stage: makespan = step without the optimizer;
+//              exposed = max over ranks of (last REDUCE_GRAD end - last other
+//              action end), clamped at 0
+// The plans come from the planner (executor/plan_builder.h, fixed test CPU
+// device) so that only the replayed durations carry this machine's speed.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "executor/data.h"
+#include "executor/engine.h"
+#include "executor/mpi_communicator.h"
+#include "executor/plan_builder.h"
+#include "plan/plan.h"
+#include "schedules/simulate.h"
+
+namespace pw::exec {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+int Slot(ActionType t) { return t == ActionType::kF ? 0 : t == ActionType::kI ? 1 : t == ActionType::kW ? 2 : 3; }
+
+struct Config {
+  int dp = 2, pp = 2, m = 8, b = 2, seq = 128, n_layer = 4, n_embd = 256, steps = 10, warmup = 3;
+  std::string schedules = "1f1b,zb-h1", data;
+};
+
+// Seconds of one blocking all-reduce of `count` float32 elements over
+// `group` (median of `reps`, after a barrier so that every group reduces at
+// once, as in a step).
+StatusOr<double> TimeAllReduce(Communicator& world, Communicator& group, int64_t count, int reps) {
+  std::vector<float> buf(static_cast<size_t>(count), 1.0f);
+  std::vector<double> times;
+  for (int k = 0; k < reps + 2; ++k) {
+    PW_RETURN_IF_ERROR(world.Barrier());
+    const auto t0 = std::chrono::steady_clock::now();
+    PW_ASSIGN_OR_RETURN(RequestId id, group.IallReduceSum(buf.data(), count, ElementType::kFloat32));
+    PW_RETURN_IF_ERROR(group.Wait(id));
+    if (k >= 2) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return Median(times);
+}
+
+Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator& world, Communicator& dp_group) {
+  const bool printer = world.rank() == 0;
+  PlanSpec spec;
+  spec.schedule = schedule;
+  spec.pp_size = cfg.pp;
+  spec.dp_size = cfg.dp;
+  spec.num_microbatches = cfg.m;
+  spec.micro_batch_size = cfg.b;
+  spec.seq_length = cfg.seq;
+  spec.model = {{"n_layer", cfg.n_layer}, {"n_embd", cfg.n_embd}, {"n_head", 8}, {"n_positions", cfg.seq},
+                {"vocab_size", 256}};
+  PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(spec));
+  PW_ASSIGN_OR_RETURN(TrainingShape shape, ReadTrainingShape(plan));
+  PW_ASSIGN_OR_RETURN(TextDataset data, TextDataset::Open(cfg.data, shape.seq_length, 1));
+  EngineOptions eo;
+  eo.intra_op_threads = 1;
+  eo.lr = 1e-3;
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(plan, world, eo));
+  const Program program = PlanProgram(plan);
+  const int S = plan.num_stages;
+  // The all-reduce of each of this rank's stages alone.
+  std::vector<double> reduce_alone(static_cast<size_t>(S), 0.0), stage_bytes(static_cast<size_t>(S), 0.0);
+  for (const StageParameterBytes& sp : engine->StageParameters()) {
+    PW_ASSIGN_OR_RETURN(double secs, TimeAllReduce(world, dp_group, sp.numel, 10));
+    reduce_alone[sp.stage] = secs;
+    stage_bytes[sp.stage] = static_cast<double>(sp.bytes);
+  }
+  // Every rank holds the same number of stages in these plans, so the
+  // barriers inside TimeAllReduce pair up across ranks.
+  PW_ASSIGN_OR_RETURN(auto all_alone, AllGatherDoubles(world, reduce_alone));
+  PW_ASSIGN_OR_RETURN(auto all_bytes, AllGatherDoubles(world, stage_bytes));
+  StepHooks hooks;
+  hooks.record_spans = true;
+  std::vector<double> steps, makespans, exposed;
+  std::vector<double> dur(static_cast<size_t>(S) * 8, 0.0);
+  const int rank = engine->rank();
+  for (int step = 0; step < cfg.warmup + cfg.steps; ++step) {
+    TokenBatch global = data.Batch(step, shape.batch_rows * cfg.dp);
+    TokenBatch mine;
+    mine.rows = shape.batch_rows;
+    mine.seq = global.seq;
+    const size_t first = static_cast<size_t>(engine->dp_rank()) * shape.batch_rows * global.seq;
+    const size_t n = static_cast<size_t>(shape.batch_rows) * global.seq;
+    mine.inputs.assign(global.inputs.begin() + first, global.inputs.begin() + first + n);
+    mine.targets.assign(global.targets.begin() + first, global.targets.begin() + first + n);
+    PW_ASSIGN_OR_RETURN(StepReport r, engine->Step(mine, true, &hooks));
+    if (!std::isfinite(r.loss)) return Status::ComputeError("non-finite loss");
+    if (step < cfg.warmup) continue;
+    steps.push_back(r.step_s);
+    makespans.push_back(r.makespan_s);
+    exposed.push_back(r.reduce_wait_s);
+    const auto& acts = program.ranks[rank];
+    for (size_t k = 0; k < r.spans.size() && k < acts.size(); ++k) {
+      if (!IsCompute(acts[k].type)) continue;
+      const size_t at = static_cast<size_t>(acts[k].stage) * 8 + 2 * Slot(acts[k].type);
+      dur[at] += r.spans[k].end_s - r.spans[k].start_s;
+      dur[at + 1] += 1;
+    }
+  }
+  PW_ASSIGN_OR_RETURN(auto all_dur, AllGatherDoubles(world, dur));
+  // Replay: measured compute durations (mean over every replica's rank of
+  // the stage) and the all-reduce measured alone (max over the group).
+  StageCosts costs = PlanCosts(plan);
+  std::string ring;
+  const double bw = plan.comm.bandwidth_bytes_per_s, lat = plan.comm.latency_s;
+  for (int st = 0; st < S; ++st) {
+    double mean[4] = {-1, -1, -1, -1};
+    for (int t = 0; t < 4; ++t) {
+      double sum = 0, cnt = 0;
+      for (const auto& v : all_dur) {
+        sum += v[static_cast<size_t>(st) * 8 + 2 * t];
+        cnt += v[static_cast<size_t>(st) * 8 + 2 * t + 1];
+      }
+      if (cnt > 0) mean[t] = sum / cnt;
+    }
+    if (mean[0] >= 0) costs.stages[st].f = mean[0];
+    if (mean[1] >= 0) costs.stages[st].i = mean[1];
+    if (mean[2] >= 0) costs.stages[st].w = mean[2];
+    if (mean[3] >= 0) costs.stages[st].b = mean[3];
+    double alone = 0, bytes = 0;
+    for (size_t g = 0; g < all_alone.size(); ++g) {
+      alone = std::max(alone, all_alone[g][st]);
+      bytes = std::max(bytes, all_bytes[g][st]);
+    }
+    costs.stages[st].reduce_grad = alone;
+    const double D = cfg.dp;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%.2f/%.2f", st ? " " : "", 1e3 * alone,
+                  1e3 * (2 * (D - 1) / D * bytes / bw + 2 * (D - 1) * lat));
+    ring += buf;
+  }
+  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(program, costs));
+  double sim_exposed = 0;
+  for (int r = 0; r < program.pp_size; ++r) {
+    double reduce_end = 0, other_end = 0;
+    for (size_t k = 0; k < program.ranks[r].size(); ++k) {
+      const double end = sim.timing[r][k].end;
+      if (program.ranks[r][k].type == ActionType::kReduceGrad)
+        reduce_end = std::max(reduce_end, end);
+      else
+        other_end = std::max(other_end, end);
+    }
+    sim_exposed = std::max(sim_exposed, std::max(0.0, reduce_end - other_end));
+  }
+  if (printer) {
+    const double meas_make = Median(makespans), meas_exp = Median(exposed);
+    // The measured makespan ends at the last action; the simulated one at the
+    // last reduction too: compare like with like (makespan + exposed).
+    const double meas_total = meas_make + meas_exp;
+    std::printf("| %s | %d x %d | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %s |\n", schedule.c_str(),
+                cfg.dp, cfg.pp, 1e3 * Median(steps), 1e3 * meas_make, 1e3 * meas_exp, 1e3 * meas_total,
+                sim.makespan_s / meas_total, 1e3 * sim.makespan_s, 1e3 * sim_exposed,
+                meas_exp > 0 ? sim_exposed / meas_exp : 0.0, ring.c_str());
+    std::fflush(stdout);
+  }
+  return Status::Ok();
+}
+
+int Main(int argc, char** argv) {
+  Config cfg;
+  CLI::App app{"dp_bench: data parallel x pipeline, measured vs simulated step and exposed all-reduce"};
+  app.add_option("--data", cfg.data, "training text (bytes are tokens)")->required();
+  app.add_option("--dp", cfg.dp, "data-parallel replicas")->capture_default_str();
+  app.add_option("--pp", cfg.pp, "pipeline ranks")->capture_default_str();
+  app.add_option("--num-microbatches", cfg.m, "microbatches per replica")->capture_default_str();
+  app.add_option("--micro-batch-size", cfg.b, "rows per microbatch")->capture_default_str();
+  app.add_option("--n-layer", cfg.n_layer, "GPT blocks")->capture_default_str();
+  app.add_option("--n-embd", cfg.n_embd, "GPT width")->capture_default_str();
+  app.add_option("--schedules", cfg.schedules, "comma-separated schedules")->capture_default_str();
+  app.add_option("--steps", cfg.steps, "timed steps")->capture_default_str();
+  app.add_option("--warmup-steps", cfg.warmup, "untimed steps first")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto env = MpiEnvironment::Init(&argc, &argv);
+  if (!env.ok()) {
+    std::fprintf(stderr, "dp_bench: %s\n", env.status().ToString().c_str());
+    return 1;
+  }
+  {
+    auto world = MpiCommunicator::Create();
+    if (!world.ok()) {
+      std::fprintf(stderr, "dp_bench: %s\n", world.status().ToString().c_str());
+      return 1;
+    }
+    const int g = (*world)->rank();
+    // The data-parallel group of this rank (the same split as the engine's).
+    auto dp_group = (*world)->Split(g / cfg.dp, g % cfg.dp, "data-parallel");
+    if (!dp_group.ok()) {
+      std::fprintf(stderr, "dp_bench: %s\n", dp_group.status().ToString().c_str());
+      return 1;
+    }
+    if (g == 0) {
+      std::printf("setup: dp %d x pp %d = %d ranks on %ld cores (mpirun%s), 1 thread per rank, CPU float32, GPT "
+                  "%d blocks x %d wide, m=%d x b=%d x %d tokens per replica, %d warm-up + %d timed steps (medians)\n",
+                  cfg.dp, cfg.pp, (*world)->size(), sysconf(_SC_NPROCESSORS_ONLN),
+                  (*world)->size() > sysconf(_SC_NPROCESSORS_ONLN) ? ", oversubscribed: ranks share cores" : "",
+                  cfg.n_layer, cfg.n_embd, cfg.m, cfg.b, cfg.seq, cfg.warmup, cfg.steps);
+      std::printf("| schedule | dp x pp | step meas. (ms) | makespan meas. (ms) | all-reduce exposed meas. (ms) | "
+                  "makespan + exposed meas. (ms) | sim/meas | makespan sim. (ms) | exposed sim. (ms) | sim/meas | "
+                  "all-reduce alone per stage, measured/ring model (ms) |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::fflush(stdout);
+    }
+    std::stringstream list(cfg.schedules);
+    std::string s;
+    while (std::getline(list, s, ',')) {
+      Status st = RunSchedule(cfg, s, **world, **dp_group);
+      if (!st.ok()) {
+        std::fprintf(stderr, "dp_bench: rank %d: %s: %s\n", g, s.c_str(), st.ToString().c_str());
+        MpiEnvironment::AbortJob(1);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace pw::exec
+
+int main(int argc, char** argv) { return pw::exec::Main(argc, argv); }

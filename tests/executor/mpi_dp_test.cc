@@ -1,0 +1,267 @@
+// Data parallelism x pipeline parallelism under real mpirun (one process per
+// rank, MpiCommunicator split into pipeline and data-parallel groups):
+//   mpirun --allow-run-as-root --oversubscribe -np W executor_mpi_dp_test
+// For every grid dp x pp = W this binary knows (W=2: 2x1; W=3: 1x3 and 3x1;
+// W=4: 2x2; W=6: 3x2), for 1F1B, ZB-H1 and Interleaved, plain / ZeRO-1 / clipping,
+// fp64: the loss of every step and every parameter after 3 AdamW steps equal
+// a single process trained on the same global batches (each rank runs the
+// reference itself and checks its own stages), within 1e-10 relative; with
+// plain data parallelism also every gradient after step 1. Rank 0 prints the
+// worst differences over all ranks. Also: the communicator's collectives
+// against closed forms, and the refusal of a plan for another world size.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "executor/mpi_communicator.h"
+#include "schedules/registry.h"
+#include "tests/executor/executor_test_util.h"
+
+namespace pw::exec::testing {
+namespace {
+
+MpiCommunicator* g_comm = nullptr;
+
+constexpr double kTolerance = 1e-10;
+
+// Rows [d*rows, (d+1)*rows) of `global` (the contract's replica slice).
+TokenBatch Slice(const TokenBatch& global, int d, int rows) {
+  TokenBatch b;
+  b.rows = rows;
+  b.seq = global.seq;
+  const size_t first = static_cast<size_t>(d) * rows * global.seq, n = static_cast<size_t>(rows) * global.seq;
+  b.inputs.assign(global.inputs.begin() + first, global.inputs.begin() + first + n);
+  b.targets.assign(global.targets.begin() + first, global.targets.begin() + first + n);
+  return b;
+}
+
+struct Grid {
+  int dp, pp;
+};
+
+std::vector<Grid> GridsFor(int world) {
+  switch (world) {
+    case 2: return {{2, 1}};
+    case 3: return {{1, 3}, {3, 1}};
+    case 4: return {{2, 2}};
+    case 6: return {{3, 2}};
+    default: return {};
+  }
+}
+
+enum class Variant { kPlain, kZero1, kClip };
+const char* VariantName(Variant v) { return v == Variant::kPlain ? "plain" : v == Variant::kZero1 ? "zero1" : "clip"; }
+
+// Runs one case on every rank and checks it (collective: every rank calls
+// it with the same arguments).
+void RunCase(const std::string& schedule, Grid g, Variant variant, int m) {
+  const int world = g_comm->size();
+  ASSERT_EQ(g.dp * g.pp, world);
+  PlanSpec spec;
+  spec.schedule = schedule;
+  spec.pp_size = g.pp;
+  spec.num_microbatches = m;
+  spec.model = TinyModel(4);  // 6 layers: embedding, 4 blocks, head
+  spec.seq_length = 8;
+  spec.micro_batch_size = 2;
+  spec.bytes_per_element = 8;
+  spec.dp_size = g.dp;
+  spec.distributed_optimizer = variant == Variant::kZero1 && g.dp > 1;
+  // A threshold below the gradient norm of these batches (checked below), so
+  // that clipping does scale every step.
+  const double clip = 0.05;
+  if (variant == Variant::kClip) spec.clip_grad_norm = clip;
+  char label[128];
+  std::snprintf(label, sizeof label, "%s dp=%d x pp=%d m=%d %s", schedule.c_str(), g.dp, g.pp, m,
+                VariantName(variant));
+  const std::string name = label;
+  StatusOr<Plan> plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << name << ": cannot build the plan: " << plan.status().ToString();
+  StatusOr<TrainingShape> shape = ReadTrainingShape(*plan);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  const int R = shape->batch_rows;
+  std::vector<TokenBatch> global;
+  for (int i = 0; i < 3; ++i) global.push_back(RandomBatch(g.dp * R, 8, 300 + i));
+
+  EngineOptions options = Fp64Options();
+  options.clip_grad_norm = variant == Variant::kClip ? clip : 0.0;
+  Status status;
+  Diff grads, params;
+  double worst_loss = 0.0, min_norm = INFINITY;
+  std::vector<double> losses;
+  {
+    StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*plan, *g_comm, options);
+    ASSERT_TRUE(engine.ok()) << name << ": " << engine.status().ToString();
+    Engine& e = **engine;
+    EXPECT_EQ(e.dp_size(), g.dp);
+    EXPECT_EQ(e.world_rank(), e.rank() * g.dp + e.dp_rank()) << "rank order of docs/DATA_PARALLEL.md";
+    EXPECT_EQ(e.distributed_optimizer(), spec.distributed_optimizer);
+    // The reference: one process, one stage, the whole global batch.
+    std::vector<double> ref_losses;
+    std::vector<NamedValues> ref_grads, ref_params;
+    {
+      auto model = ReferenceModel::Create(*plan->model, options);
+      ASSERT_TRUE(model.ok()) << model.status().ToString();
+      for (const TokenBatch& b : global) {
+        StatusOr<double> l = (*model)->Step(b);
+        ASSERT_TRUE(l.ok()) << l.status().ToString();
+        ref_losses.push_back(*l);
+        if (ref_grads.empty()) ref_grads = (*model)->Gradients();
+      }
+      ref_params = (*model)->Parameters();
+    }
+    for (int i = 0; i < 3; ++i) {
+      StatusOr<StepReport> rep = e.Step(Slice(global[i], e.dp_rank(), R));
+      ASSERT_TRUE(rep.ok()) << name << " world rank " << g_comm->rank() << ": " << rep.status().ToString();
+      losses.push_back(rep->loss);
+      worst_loss = std::max(worst_loss, std::fabs(rep->loss - ref_losses[i]) / std::fabs(ref_losses[i]));
+      if (variant == Variant::kClip) min_norm = std::min(min_norm, rep->grad_norm);
+      if (i == 0 && variant != Variant::kZero1) grads = WorstDiff(e.Gradients(), ref_grads);
+    }
+    params = WorstDiff(e.Parameters(), ref_params);
+  }
+  auto all = AllGatherDoubles(*g_comm, {grads.rel, params.rel, worst_loss});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  double wg = 0, wp = 0, wl = 0;
+  for (const auto& v : *all) {
+    wg = std::max(wg, v[0]);
+    wp = std::max(wp, v[1]);
+    wl = std::max(wl, v[2]);
+  }
+  if (g_comm->rank() == 0) {
+    // ZeRO-1 leaves each rank's own (unreduced) gradients in .grad: only
+    // the loss and the parameters compare.
+    char grad_text[32] = "n/a";
+    if (variant != Variant::kZero1) std::snprintf(grad_text, sizeof grad_text, "%.2e", wg);
+    std::printf("[ dp       ] %-40s loss %.12f worst rel: loss %.2e grad %s param %.2e", name.c_str(), losses.back(),
+                wl, grad_text, wp);
+    if (variant == Variant::kClip) std::printf(" (norm >= %.3f, clip %.2f)", min_norm, clip);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  EXPECT_LE(worst_loss, kTolerance) << name << ": loss";
+  EXPECT_LE(grads.rel, kTolerance) << name << " world rank " << g_comm->rank() << ": gradients after step 1: "
+                                   << Describe(grads);
+  EXPECT_LE(params.rel, kTolerance) << name << " world rank " << g_comm->rank() << ": parameters after 3 steps: "
+                                    << Describe(params);
+  if (variant == Variant::kClip) {
+    EXPECT_GT(min_norm, clip) << name << ": clipping never scaled (test too weak)";
+  }
+}
+
+class MpiDataParallelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MpiDataParallelTest, MatchesSingleProcessOnTheGlobalBatch) {
+  const std::vector<Grid> grids = GridsFor(g_comm->size());
+  if (grids.empty()) GTEST_SKIP() << "no dp x pp grid for world size " << g_comm->size();
+  for (Grid g : grids)
+    for (Variant v : {Variant::kPlain, Variant::kZero1, Variant::kClip}) {
+      if (v == Variant::kZero1 && g.dp == 1) continue;  // ZeRO-1 shards over replicas
+      // Interleaved needs >= 2 ranks' worth of stages per rank on P ranks:
+      // the microbatch count follows the family (a multiple of P).
+      RunCase(GetParam(), g, v, 2 * g.pp);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, MpiDataParallelTest, ::testing::Values("1f1b", "zb-h1", "interleaved"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+// The collectives of a data-parallel group against closed forms: the world
+// split by rank parity (color r % 2); all-reduce of r + i, reduce-scatter and
+// all-gather of known blocks, float32 and float64.
+TEST(MpiCollectivesTest, SplitGroupsMatchClosedForms) {
+  const int W = g_comm->size(), r = g_comm->rank();
+  StatusOr<std::unique_ptr<Communicator>> group = g_comm->Split(r % 2, r, "data-parallel");
+  ASSERT_TRUE(group.ok()) << group.status().ToString();
+  Communicator& c = **group;
+  std::vector<int> members;
+  for (int q = r % 2; q < W; q += 2) members.push_back(q);
+  ASSERT_EQ(c.size(), static_cast<int>(members.size()));
+  const int n = c.size();
+  // All-reduce (float64): sum over members q of (q + i).
+  std::vector<double> a(1000);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = r + 0.5 * i;
+  StatusOr<RequestId> id = c.IallReduceSum(a.data(), static_cast<int64_t>(a.size()), ElementType::kFloat64);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_TRUE(c.Wait(*id).ok());
+  double sum_members = 0;
+  for (int q : members) sum_members += q;
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - (sum_members + 0.5 * i * n)));
+  EXPECT_EQ(worst, 0.0) << "all-reduce";
+  // Reduce-scatter (float32): block b of member q holds q*100 + b; rank k of
+  // the group gets sum_q (q*100 + k) in every element.
+  const int64_t count = 7;
+  std::vector<float> send(static_cast<size_t>(count * n)), recv(static_cast<size_t>(count), -1);
+  for (int b = 0; b < n; ++b)
+    for (int64_t i = 0; i < count; ++i) send[b * count + i] = static_cast<float>(r * 100 + b);
+  id = c.IreduceScatterSum(send.data(), recv.data(), count, ElementType::kFloat32);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_TRUE(c.Wait(*id).ok());
+  for (int64_t i = 0; i < count; ++i) EXPECT_EQ(recv[i], static_cast<float>(sum_members * 100 + n * c.rank()));
+  // All-gather (float64): block k = group rank k's world rank.
+  std::vector<double> mine(3, static_cast<double>(r)), gathered(static_cast<size_t>(3 * n), -1);
+  id = c.IallGatherBlocks(mine.data(), gathered.data(), 3, ElementType::kFloat64);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_TRUE(c.Wait(*id).ok());
+  for (int k = 0; k < n; ++k)
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(gathered[k * 3 + i], static_cast<double>(members[k]));
+  ASSERT_TRUE(g_comm->Barrier().ok());
+}
+
+// -np != pp x dp is refused before any compute, naming both numbers.
+TEST(MpiDataParallelPreflightTest, RefusesAnotherWorldSize) {
+  const int W = g_comm->size();
+  PlanSpec spec;
+  spec.schedule = "1f1b";
+  spec.pp_size = 2;
+  spec.num_microbatches = 2;
+  spec.model = TinyModel(2);
+  spec.seq_length = 8;
+  spec.dp_size = W;  // 2 x W ranks needed, W started
+  auto plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto engine = Engine::Create(*plan, *g_comm, EngineOptions());
+  ASSERT_FALSE(engine.ok());
+  const std::string msg = engine.status().message();
+  EXPECT_NE(msg.find("pp_size=2 x dp_size=" + std::to_string(W) + " = " + std::to_string(2 * W) + " ranks but " +
+                     std::to_string(W) + " were started"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("-np " + std::to_string(2 * W)), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace pw::exec::testing
+
+int main(int argc, char** argv) {
+  auto env = pw::exec::MpiEnvironment::Init(&argc, &argv);
+  if (!env.ok()) {
+    std::fprintf(stderr, "%s\n", env.status().ToString().c_str());
+    return 1;
+  }
+  int rc = 0;
+  {
+    auto comm = pw::exec::MpiCommunicator::Create();
+    if (!comm.ok()) {
+      std::fprintf(stderr, "%s\n", comm.status().ToString().c_str());
+      return 1;
+    }
+    // A failed rank must not leave the others waiting forever.
+    (*comm)->SetWatchdog(120);
+    pw::exec::testing::g_comm = comm->get();
+    ::testing::InitGoogleTest(&argc, argv);
+    if ((*comm)->rank() != 0) {
+      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+      delete listeners.Release(listeners.default_result_printer());
+    }
+    rc = RUN_ALL_TESTS();
+  }
+  return rc;
+}
