@@ -30,7 +30,7 @@ struct CheckedPlan {
 //    rules 1-6: completeness, order, pairing, FIFO, no deadlock); the message
 //    carries the grid with the stuck actions marked;
 //  - dp_size 1; the typed `model` section is one the executor builds
-//    (models::GptFromModel: gpt2 or llama family, untied, no dropout) and the stages' layer ranges cover exactly its
+//    (models::GptFromModel: gpt2 or llama family, tied or untied head, no dropout) and the stages' layer ranges cover exactly its
 //    N+2 layers;
 //  - the `training` section: recompute none, dtype fp32 or fp64,
 //    seq_length <= n_positions, vocab_size >= 256 (byte tokens).

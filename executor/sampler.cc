@@ -4,39 +4,40 @@
 
 #include <torch/torch.h>
 
+#include "executor/checkpoint_io.h"
 #include "executor/torch_util.h"
 #include "executor/preflight.h"
+#include "models/spec/hf_weights.h"
 #include "models/torch/gpt.h"
 
 namespace pw::exec {
 
 // --------------------------------------------------------------- sampling ---
 
-StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const SampleOptions& options) {
-  PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, plan.pp_size));
+StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOptions& options, const Plan* plan) {
   if (options.temperature <= 0) return Status::InvalidArgument("--temperature must be > 0");
-  const models::GptConfig& cfg = checked.model;
-  std::vector<models::GptStage> stages;
-  try {
-    for (const PlanStage& s : plan.stages) {
-      const std::string path = dir + "/stage_" + std::to_string(s.index) + ".pt";
-      if (!std::filesystem::exists(path)) return Status::NotFound("checkpoint file " + path + " is missing");
-      models::GptStage module(cfg, s.layer_begin, s.layer_end, 0, torch::kFloat);
-      try {
-        torch::load(module, path, torch::Device(torch::kCPU));  // stages saved from a CUDA run load on the CPU
-      } catch (const c10::Error& e) {
-        // Most often the files of another plan: other layers in this stage.
-        std::string what = e.what_without_backtrace();
-        what = what.substr(0, what.find('\n'));
-        return Status::InvalidArgument("checkpoint " + dir + " does not match the plan (stage " +
-                                       std::to_string(s.index) + ": " + path + ": " + what + ")");
-      }
-      module->eval();
-      stages.push_back(module);
-    }
-  } catch (const c10::Error& e) {
-    return Status::ComputeError(std::string("loading checkpoint from ") + dir + ": " + e.what_without_backtrace());
+  PW_ASSIGN_OR_RETURN(std::string dir, ResolveCheckpointDir(checkpoint, "--checkpoint"));
+  PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifest(dir));
+  PW_ASSIGN_OR_RETURN(ModelConfig model, ManifestModel(manifest, dir));
+  if (plan != nullptr) {
+    if (!plan->model) return Status::InvalidArgument("the plan has no model section");
+    Status same = CheckSameModel(*plan->model, model, "checkpoint " + dir + " (manifest.json model)");
+    if (!same.ok()) return Status::InvalidArgument(same.message() + " (--plan names another model)");
   }
+  PW_ASSIGN_OR_RETURN(models::GptConfig cfg, models::GptFromModel(model, dir + "/manifest.json (model)"));
+  // Every layer in one stage, in the checkpoint's dtype (a tied head's
+  // replica is read from head.safetensors like any parameter).
+  const torch::Dtype dtype = manifest.dtype == "float64" ? torch::kDouble : torch::kFloat;
+  models::GptStage module(nullptr);
+  try {
+    module = models::GptStage(cfg, 0, cfg.NumLayers(), 0, dtype);
+    module->eval();
+  } catch (const c10::Error& e) {
+    return Status::ComputeError("building the model of " + dir + ": " + e.what_without_backtrace());
+  }
+  PW_RETURN_IF_ERROR(LoadLayerFiles(dir, manifest, GroupByLayer(module->layer_names(), module->NamedParameters()),
+                                    /*optimizer=*/nullptr));
+  std::vector<models::GptStage> stages = {module};
   std::vector<int64_t> tokens;
   for (unsigned char ch : options.prompt) tokens.push_back(ch);
   if (tokens.empty()) tokens.push_back('\n');

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <thread>
 #include <utility>
 
@@ -63,11 +64,6 @@ std::string ParameterDigest(const std::vector<NamedValues>& params) {
   return hex;
 }
 
-int64_t FileBytes(const std::string& path) {
-  std::error_code ec;
-  auto n = std::filesystem::file_size(path, ec);
-  return ec ? 0 : static_cast<int64_t>(n);
-}
 
 std::string Num(double v) {
   char buf[64];
@@ -145,6 +141,26 @@ struct RunContext {
   double step_flops = 0;  // model FLOPs of one step (all ranks): F + I + W of every layer, every row
 };
 
+// Collective: one digest of every parameter and AdamW state tensor of the
+// model over all ranks, keyed by name (ParameterDigest of each tensor, then
+// of the name-sorted list): the same whatever plan holds the layers, so a
+// checkpoint written under one plan and loaded under another prints the
+// same value. Returned on every rank.
+StatusOr<std::string> ModelDigest(RunContext& run) {
+  nlohmann::json mine = nlohmann::json::object();
+  std::vector<NamedValues> tensors = run.engine.Parameters();
+  std::vector<NamedValues> state = run.engine.OptimizerState();
+  tensors.insert(tensors.end(), state.begin(), state.end());
+  for (const NamedValues& nv : tensors) mine[nv.name] = ParameterDigest({nv});
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, run.comm.AllGather(mine.dump()));
+  std::map<std::string, std::string> by_name;
+  for (const std::string& text : all)
+    for (const auto& [name, digest] : nlohmann::json::parse(text).items()) by_name[name] = digest.get<std::string>();
+  std::vector<NamedValues> list;
+  for (const auto& [name, digest] : by_name) list.push_back(NamedValues{name + "=" + digest, {}, {}});
+  return ParameterDigest(list);
+}
+
 // FLOPs of one step of `plan` (forward, input- and weight-gradient backward of
 // every layer for every sequence of the batch; models/spec footprint with
 // micro-batch size 1, times the rows). 0 without a model section.
@@ -187,63 +203,59 @@ StatusOr<EngineOptions> EngineOptionsFor(const RunOptions& options, const Plan& 
   return eo;
 }
 
-// --resume: checks the checkpoint against this run and loads every rank's
-// file; agreed on, so all ranks refuse together. Sets summary.first_step.
+// --resume: checks the checkpoint against this run (model, dtype, seed,
+// batch shape; not the plan) and loads the layers of every rank's stages;
+// agreed on, so all ranks refuse together. Sets summary.first_step.
 Status Resume(RunContext& run) {
   const RunOptions& options = run.options;
   Status st;
-  StatusOr<std::string> dir = ResolveResumeDir(options.resume);
+  StatusOr<std::string> dir = ResolveCheckpointDir(options.resume, "--resume");
   StatusOr<CheckpointManifest> manifest = dir.ok() ? ReadManifest(*dir) : StatusOr<CheckpointManifest>(dir.status());
   if (!manifest.ok()) st = manifest.status();
-  if (st.ok()) st = CheckResumable(*manifest, *dir, run.plan_hash, run.plan.pp_size, options.seed, run.dtype);
+  if (st.ok())
+    st = CheckResumable(*manifest, *dir, *run.plan.model, options.seed, run.dtype, run.shape.batch_rows,
+                        run.shape.seq_length);
   if (st.ok() && manifest->steps_done >= options.steps)
     st = Status::InvalidArgument("--resume " + *dir + ": the checkpoint is after step " +
                                  std::to_string(manifest->steps_done) + ", --steps is " +
                                  std::to_string(options.steps) + ": nothing left to run");
-  if (st.ok()) st = run.engine.LoadCheckpoint(*dir + "/" + manifest->files[run.comm.rank()]);
+  if (st.ok()) st = run.engine.LoadCheckpoint(*dir, *manifest);
   PW_RETURN_IF_ERROR(AgreeOnStatus(st, run.comm));
   run.summary.first_step = manifest->steps_done;
-  if (run.printer) std::fprintf(run.out, "resumed from %s after step %d\n", dir->c_str(), run.summary.first_step);
+  PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
+  if (run.printer) {
+    std::fprintf(run.out, "resumed from %s after step %d (written by %s, P=%d)\n", dir->c_str(),
+                 run.summary.first_step, manifest->schedule.c_str(), manifest->pp_size);
+    std::fprintf(run.out, "loaded parameters and AdamW state fnv1a64 (by name, all ranks): %s\n", digest.c_str());
+  }
   return Status::Ok();
 }
 
-// Every rank writes its file of step `done`; rank 0 then writes the manifest
-// (last: a step directory with a manifest has every rank's file in place).
-// Returns the slowest rank's seconds.
-StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
+// Every rank writes its layers' files of step `done` into `dir`; rank 0
+// then writes the manifest (last: a step directory with a manifest has every
+// layer file in place). Returns the slowest rank's seconds.
+StatusOr<double> WriteCheckpointTo(RunContext& run, const std::string& dir, int done, bool report = true) {
   const auto c0 = std::chrono::steady_clock::now();
-  const std::string dir = CheckpointStepDir(run.options.checkpoint_dir, done);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  Status st = ec ? Status::InvalidArgument("--checkpoint-dir: cannot create " + dir + ": " + ec.message())
-                 : run.engine.SaveCheckpoint(CheckpointRankFile(dir, run.comm.rank()));
-  PW_RETURN_IF_ERROR(AgreeOnStatus(st, run.comm));
+  PW_ASSIGN_OR_RETURN(int64_t bytes, run.engine.WriteCheckpoint(dir, done));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(run.comm, {secs, static_cast<double>(FileBytes(
-                                                                      CheckpointRankFile(dir, run.comm.rank())))}));
-  double max_s = 0, bytes = 0;
-  for (const auto& v : all) {
-    max_s = std::max(max_s, v[0]);
-    bytes += v[1];
-  }
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(run.comm, {secs}));
+  double max_s = 0;
+  for (const auto& v : all) max_s = std::max(max_s, v[0]);
+  if (!report) return max_s;
+  PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
   if (run.printer) {
-    CheckpointManifest m;
-    m.plan_hash = run.plan_hash;
-    m.schedule = run.plan.schedule;
-    m.pp_size = run.plan.pp_size;
-    m.steps_done = done;
-    m.seed = run.options.seed;
-    m.dtype = run.dtype;
-    m.data_position = static_cast<int64_t>(done) * run.shape.batch_rows;
-    for (int rr = 0; rr < run.plan.pp_size; ++rr) m.files.push_back("rank_" + std::to_string(rr) + ".pt");
-    PW_RETURN_IF_ERROR(WriteManifest(dir, m));
-    std::fprintf(run.out, "checkpoint %s | %d files, %.0f bytes | %.3f s\n", dir.c_str(), run.plan.pp_size, bytes,
-                 max_s);
+    std::fprintf(run.out, "checkpoint %s | %zu layer files, %lld bytes | %.3f s | fnv1a64 %s\n", dir.c_str(),
+                 static_cast<size_t>(run.plan.model->num_layers + 2), static_cast<long long>(bytes), max_s,
+                 digest.c_str());
     std::fflush(run.out);
   }
   ++run.summary.checkpoints_written;
-  run.summary.checkpoint_bytes = static_cast<int64_t>(bytes);
+  run.summary.checkpoint_bytes = bytes;
   return max_s;
+}
+
+StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
+  return WriteCheckpointTo(run, CheckpointStepDir(run.options.checkpoint_dir, done), done);
 }
 
 // The training steps from summary.first_step to --steps: logging, the
@@ -338,31 +350,30 @@ Status SaveAndSample(RunContext& run, Status* sampled) {
     // Rank 0 picks a temporary directory and tells the others (same host).
     std::string mine;
     if (run.printer) {
-      char tmpl[] = "/tmp/pipewright-stages-XXXXXX";
+      char tmpl[] = "/tmp/pipewright-sample-XXXXXX";
       if (mkdtemp(tmpl) == nullptr) return Status::Internal("rank 0: mkdtemp failed");
       mine = tmpl;
     }
     PW_ASSIGN_OR_RETURN(auto all, run.comm.AllGather(mine));
     dir = all[0];
   }
-  if (!dir.empty()) {
-    PW_RETURN_IF_ERROR(run.engine.SaveStages(dir));
-    PW_RETURN_IF_ERROR(run.comm.Barrier());
-  }
+  // --save DIR: DIR becomes one checkpoint (the form --checkpoint-dir writes
+  // per step), which --resume, generate and export read.
+  if (!dir.empty()) PW_RETURN_IF_ERROR(WriteCheckpointTo(run, dir, options.steps, !options.save_dir.empty()).status());
   if (options.sample_tokens > 0 && run.printer) {
     SampleOptions so;
     so.prompt = options.sample_prompt;
     so.tokens = options.sample_tokens;
     so.temperature = options.temperature;
     so.seed = options.seed;
-    StatusOr<std::string> text = SampleText(run.plan, dir, so);
+    StatusOr<std::string> text = SampleText(dir, so, &run.plan);
     if (text.ok()) {
       run.summary.sample = *text;
       std::fprintf(run.out, "--- sample (%d bytes, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
                    options.temperature, run.summary.sample.c_str());
     } else {
       *sampled = text.status().WithContext("sampling on rank 0 from " + dir +
-                                          " (every rank saves its stages there: on several hosts, pass --save "
+                                          " (every rank saves its layers there: on several hosts, pass --save "
                                           "with a directory on a shared filesystem)");
     }
     if (options.save_dir.empty()) std::filesystem::remove_all(dir);

@@ -117,7 +117,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--weight-decay", options->weight_decay, "AdamW weight decay (>= 0)")->capture_default_str();
   cmd->add_option("--dtype", *dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--log-every", options->log_every, "print every k-th step (>= 1)")->capture_default_str();
-  cmd->add_option("--save", options->save_dir, "directory to write stage_<s>.pt checkpoints into");
+  cmd->add_option("--save", options->save_dir, "write the trained model here as a checkpoint (per-layer files + manifest.json; what generate, export and --resume read)");
   cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled bytes (0 = none)");
   cmd->add_option("--prompt", options->sample_prompt, "prompt of --sample");
   cmd->add_option("--temperature", options->temperature, "sampling temperature (> 0)")->capture_default_str();

@@ -59,7 +59,7 @@ Plan MakePlan(const nlohmann::json& model) {
   return *plan;
 }
 
-// Trains 2 steps (seed 1234) and saves the stages into `ckpt`; returns each
+// Trains 2 steps (seed 1234) and saves a checkpoint into `ckpt`; returns each
 // rank's parameters.
 std::vector<std::vector<NamedValues>> TrainAndSave(const Plan& plan, const std::string& ckpt) {
   std::vector<std::vector<NamedValues>> params(2);
@@ -68,7 +68,7 @@ std::vector<std::vector<NamedValues>> TrainAndSave(const Plan& plan, const std::
     auto engine = Engine::Create(plan, comm, o);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     for (int i = 0; i < 2; ++i) ASSERT_TRUE((*engine)->Step(RandomBatch(4, 8, 70 + i)).ok());
-    ASSERT_TRUE((*engine)->SaveStages(ckpt).ok());
+    ASSERT_TRUE((*engine)->WriteCheckpoint(ckpt, 2).ok());
     params[r] = (*engine)->Parameters();
   });
   return params;
@@ -104,7 +104,7 @@ TEST_F(HfIoTest, LlamaExportThenInitFromIsBitIdentical) {
   ASSERT_FALSE(trained[0].empty());
 
   const std::string hf = (dir_ / "hf").string();
-  auto s = ExportHfModel(plan, ckpt, hf);
+  auto s = ExportHfModel(ckpt, hf, safetensors::kDefaultMaxShardBytes, &plan);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->files, 1);
   // 3 blocks x (2 norms + 4 weights + 4 biases + 3 MLP) + embedding + norm + lm_head.
@@ -126,7 +126,7 @@ TEST_F(HfIoTest, LlamaExportThenInitFromIsBitIdentical) {
 
   // Sharded (tiny limit): several files + index, loads the same.
   const std::string sharded = (dir_ / "sharded").string();
-  s = ExportHfModel(plan, ckpt, sharded, 20000);
+  s = ExportHfModel(ckpt, sharded, 20000, &plan);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_GT(s->files, 3);
   EXPECT_TRUE(fs::exists(dir_ / "sharded" / "model.safetensors.index.json"));
@@ -138,10 +138,10 @@ TEST_F(HfIoTest, LlamaExportThenInitFromIsBitIdentical) {
   }
 
   // Export refuses a non-empty output and leaves nothing behind on error.
-  auto again = ExportHfModel(plan, ckpt, hf);
+  auto again = ExportHfModel(ckpt, hf, safetensors::kDefaultMaxShardBytes, &plan);
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find("is not empty"), std::string::npos) << again.status().message();
-  auto missing = ExportHfModel(plan, (dir_ / "nockpt").string(), (dir_ / "out2").string());
+  auto missing = ExportHfModel((dir_ / "nockpt").string(), (dir_ / "out2").string());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_FALSE(fs::exists(dir_ / "out2"));
 
