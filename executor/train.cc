@@ -154,8 +154,10 @@ StatusOr<std::string> ModelDigest(RunContext& run) {
   for (const NamedValues& nv : tensors) mine[nv.name] = ParameterDigest({nv});
   PW_ASSIGN_OR_RETURN(std::vector<std::string> all, run.comm.AllGather(mine.dump()));
   std::map<std::string, std::string> by_name;
-  for (const std::string& text : all)
-    for (const auto& [name, digest] : nlohmann::json::parse(text).items()) by_name[name] = digest.get<std::string>();
+  for (const std::string& text : all) {
+    const nlohmann::json rank_digests = nlohmann::json::parse(text);
+    for (const auto& [name, digest] : rank_digests.items()) by_name[name] = digest.get<std::string>();
+  }
   std::vector<NamedValues> list;
   for (const auto& [name, digest] : by_name) list.push_back(NamedValues{name + "=" + digest, {}, {}});
   return ParameterDigest(list);
