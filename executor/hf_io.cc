@@ -83,8 +83,7 @@ StatusOr<ExportSummary> ExportHfModel(const std::string& checkpoint, const std::
   PW_ASSIGN_OR_RETURN(ModelConfig model, ManifestModel(manifest, step_dir));
   if (plan != nullptr) {
     if (!plan->model) return Status::InvalidArgument("the plan has no model section");
-    Status same = CheckSameModel(*plan->model, model, "checkpoint " + step_dir + " (manifest.json model)");
-    if (!same.ok()) return Status::InvalidArgument(same.message() + " (--plan names another model)");
+    PW_RETURN_IF_ERROR(CheckSameModel(*plan->model, model, "checkpoint " + step_dir));
   }
   std::error_code ec;
   if (fs::exists(out_dir, ec)) {

@@ -21,8 +21,7 @@ StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOpti
   PW_ASSIGN_OR_RETURN(ModelConfig model, ManifestModel(manifest, dir));
   if (plan != nullptr) {
     if (!plan->model) return Status::InvalidArgument("the plan has no model section");
-    Status same = CheckSameModel(*plan->model, model, "checkpoint " + dir + " (manifest.json model)");
-    if (!same.ok()) return Status::InvalidArgument(same.message() + " (--plan names another model)");
+    PW_RETURN_IF_ERROR(CheckSameModel(*plan->model, model, "checkpoint " + dir));
   }
   PW_ASSIGN_OR_RETURN(models::GptConfig cfg, models::GptFromModel(model, dir + "/manifest.json (model)"));
   // Every layer in one stage, in the checkpoint's dtype (a tied head's
