@@ -56,6 +56,6 @@ mpi=(mpirun -np "$pp" -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1)
 (( pp > cores )) && mpi+=(--oversubscribe)
 [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
 "${mpi[@]}" "$pipewright" run --plan "$work/plan.json" --data "$work/fortunes.txt" \
-  --steps "$steps" --lr 3e-3 --seed 1 --save "$work/stages" \
+  --steps "$steps" --lr 3e-3 --seed 1 --save "$work/trained" \
   --sample 300 --prompt "The " --temperature 0.7
-echo "plan, model and stages are in $work; more text: $pipewright generate --plan $work/plan.json --checkpoint $work/stages"
+echo "plan and trained model are in $work; more text: $pipewright generate --checkpoint $work/trained"
