@@ -120,6 +120,9 @@ TEST_P(CheckpointTest, ResumesUnderAnotherPlanBitForBit) {
   ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
   EXPECT_EQ(manifest->files.size(), 6u) << "one file per layer";
   EXPECT_EQ(manifest->schedule, "1f1b");
+  // The manifest's model section reads back as this model (what --resume checks).
+  Status resumable = CheckResumable(*manifest, ckpt, *saved_plan.model, Fp64Options().init_seed, "float64", kRows, kSeq);
+  EXPECT_TRUE(resumable.ok()) << resumable.ToString();
 
   for (const std::string schedule : {"zb-v", "interleaved-1f1b"}) {
     const Plan plan = MakePlan(Model(), schedule, 3);
