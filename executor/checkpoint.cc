@@ -19,28 +19,35 @@ std::string CheckpointStepDir(const std::string& root, int steps_done) {
 
 std::string CheckpointLayerFileName(const std::string& layer) { return layer + ".safetensors"; }
 
+uint64_t DigestBytes(const void* data, size_t n, uint64_t h) {
+  constexpr uint64_t kPrime = 1099511628211ull;
+  const auto* b = static_cast<const unsigned char*>(data);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, b + i, 8);  // little-endian hosts (x86-64, aarch64)
+    h = (h ^ w) * kPrime;
+  }
+  for (; i < n; ++i) h = (h ^ b[i]) * kPrime;
+  return h;
+}
+
+std::string DigestHex(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 StatusOr<std::string> CheckpointFileDigest(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("checkpoint file " + path + " cannot be read");
-  constexpr uint64_t kPrime = 1099511628211ull;
-  uint64_t h = 1469598103934665603ull;
-  std::vector<char> buf(1 << 20);
+  uint64_t h = kDigestSeed;
+  std::vector<char> buf(1 << 20);  // a multiple of 8: only the last chunk has a tail
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    const size_t n = static_cast<size_t>(in.gcount());
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      uint64_t w;
-      std::memcpy(&w, buf.data() + i, 8);  // little-endian hosts (x86-64, aarch64)
-      h = (h ^ w) * kPrime;
-    }
-    for (; i < n; ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * kPrime;
-    // A chunk ends on a multiple of 8 except the file's last one, so the
-    // word boundaries do not depend on the chunk size.
+    h = DigestBytes(buf.data(), static_cast<size_t>(in.gcount()), h);
   }
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  return std::string(hex);
+  return DigestHex(h);
 }
 
 nlohmann::json CheckpointModelJson(const ModelConfig& model) { return HfConfigJson(model); }

@@ -314,6 +314,24 @@ std::vector<NamedValues> Engine::OptimizerState() const {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> Engine::TensorDigests() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto digest = [](const torch::Tensor& t) {
+    torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    return DigestHex(DigestBytes(c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size())));
+  };
+  for (const auto& [name, p] : impl_->named_params) {
+    out.emplace_back(name, digest(p));
+    const torch::optim::AdamWParamState* st = FindAdamWState(*impl_->optimizer, p);
+    if (st == nullptr) continue;
+    out.emplace_back(name + ":exp_avg", digest(st->exp_avg()));
+    out.emplace_back(name + ":exp_avg_sq", digest(st->exp_avg_sq()));
+    const int64_t step = st->step();
+    out.emplace_back(name + ":step", DigestHex(DigestBytes(&step, sizeof(step))));
+  }
+  return out;
+}
+
 StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& step_dir) const {
   StatusOr<std::vector<CheckpointFile>> files = SaveLayerFiles(step_dir, impl_->layers, impl_->optimizer.get());
   if (!files.ok()) return files.status().WithContext("rank " + std::to_string(rank()));

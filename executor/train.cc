@@ -142,16 +142,13 @@ struct RunContext {
 };
 
 // Collective: one digest of every parameter and AdamW state tensor of the
-// model over all ranks, keyed by name (ParameterDigest of each tensor, then
-// of the name-sorted list): the same whatever plan holds the layers, so a
+// model over all ranks, keyed by name (Engine::TensorDigests, then
+// ParameterDigest of the name-sorted "name=digest" list): the same whatever plan holds the layers, so a
 // checkpoint written under one plan and loaded under another prints the
 // same value. Returned on every rank.
 StatusOr<std::string> ModelDigest(RunContext& run) {
   nlohmann::json mine = nlohmann::json::object();
-  std::vector<NamedValues> tensors = run.engine.Parameters();
-  std::vector<NamedValues> state = run.engine.OptimizerState();
-  tensors.insert(tensors.end(), state.begin(), state.end());
-  for (const NamedValues& nv : tensors) mine[nv.name] = ParameterDigest({nv});
+  for (const auto& [name, digest] : run.engine.TensorDigests()) mine[name] = digest;
   PW_ASSIGN_OR_RETURN(std::vector<std::string> all, run.comm.AllGather(mine.dump()));
   std::map<std::string, std::string> by_name;
   for (const std::string& text : all) {
