@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "executor/checkpoint_io.h"
 #include "executor/data_parallel.h"
 #include "executor/hf_load.h"
 #include "executor/host_memory.h"
@@ -49,8 +50,70 @@ struct Engine::Impl {
   std::vector<std::pair<std::string, torch::Tensor>> named_params;
   std::vector<StageParameterBytes> stage_parameters;
   std::unique_ptr<torch::optim::AdamW> optimizer;
+  // This rank's layers (stage order) with their parameters: the checkpoint's files.
+  std::vector<LayerTensors> layers;
+  // Tied LM head (config.tied): the token table on the first stage's rank and
+  // the head's replica on the last stage's rank (undefined on other ranks).
+  torch::Tensor tied_table, tied_head;
   int step = 0;
+
+  Status SumTiedGradients();
 };
+
+// Tied LM head, after backward and before clipping and the optimizer step:
+// the token table (first stage) and the head's replica (last stage) each
+// hold the gradient of one use of the shared matrix; both get the sum, so
+// that the same AdamW update keeps the copies identical. Between two ranks
+// that is one exchange of the V x C gradient over the communicator (each
+// sends its own, receives the other's); on one rank a local sum. Both ranks
+// add in the same order (first stage's + last stage's), so the sums are
+// bit-identical. Megatron-LM does the same with an all-reduce over its
+// "embedding group" (the first and last pipeline ranks;
+// megatron/core/distributed/finalize_model_grads.py, _allreduce_word_embedding_grads).
+Status Engine::Impl::SumTiedGradients() {
+  Impl& m = *this;
+  if (!m.checked.model.tied) return Status::Ok();
+  const int first = m.program.stage_to_rank.front(), last = m.program.stage_to_rank.back();
+  const int me = m.comm->rank();
+  if (me != first && me != last) return Status::Ok();
+  torch::NoGradGuard no_grad;
+  auto grad_of = [](torch::Tensor& p) -> torch::Tensor {
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    return p.grad();
+  };
+  if (first == last) {
+    torch::Tensor table = grad_of(m.tied_table), head = grad_of(m.tied_head);
+    torch::Tensor sum = table + head;
+    table.copy_(sum);
+    head.copy_(sum);
+    return Status::Ok();
+  }
+  const bool is_first = me == first;
+  torch::Tensor mine = grad_of(is_first ? m.tied_table : m.tied_head);  // (V, C)
+  const bool on_device = m.options.device_messages && mine.is_cuda();
+  torch::Tensor send = on_device ? mine.contiguous() : mine.to(torch::kCPU).contiguous();
+  torch::Tensor recv = torch::empty_like(send);
+  const int peer = is_first ? last : first;
+  const int64_t bytes = static_cast<int64_t>(send.numel() * send.element_size());
+  // First -> last travels on the forward channel, last -> first on the
+  // backward one: after the step's own messages on each (all completed).
+  PW_RETURN_IF_ERROR(m.comm->BeginBatch());
+  StatusOr<RequestId> s = m.comm->Isend(peer, is_first ? Channel::kForward : Channel::kBackward, send.data_ptr(), bytes);
+  StatusOr<RequestId> r = m.comm->Irecv(peer, is_first ? Channel::kBackward : Channel::kForward, recv.data_ptr(), bytes);
+  PW_RETURN_IF_ERROR(m.comm->EndBatch());
+  if (!s.ok()) return s.status();
+  if (!r.ok()) return r.status();
+  PW_RETURN_IF_ERROR(m.comm->Wait(*s));
+  PW_RETURN_IF_ERROR(m.comm->Wait(*r));
+  torch::Tensor theirs = recv.to(mine.device());
+  try {
+    mine.copy_(is_first ? mine + theirs : theirs + mine);
+  } catch (const c10::Error& e) {
+    return Status::ComputeError("rank " + std::to_string(me) + ": summing the tied embedding gradients: " +
+                                e.what_without_backtrace());
+  }
+  return Status::Ok();
+}
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
@@ -131,6 +194,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   std::vector<torch::Tensor> params;
   std::map<int, std::vector<torch::Tensor>> params_by_stage;
   for (auto& [index, module] : stages) {
+    for (LayerTensors& lt : GroupByLayer(module->layer_names(), module->NamedParameters())) {
+      for (const auto& [name, p] : lt.params) {
+        if (!checked.model.tied) break;
+        if (lt.layer == "embedding" && (name == "embedding.wte" || name == "embedding.embed_tokens")) impl->tied_table = p;
+        if (name == "head.lm_head.weight") impl->tied_head = p;
+      }
+      impl->layers.push_back(std::move(lt));
+    }
     StageParameterBytes counted{index, 0, 0};
     for (auto& [name, p] : module->NamedParameters()) {
       impl->named_params.emplace_back(name, p);
@@ -142,6 +213,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     impl->stage_parameters.push_back(counted);
   }
   const bool zero1 = impl->dp_size > 1 && DistributedOptimizer(plan);
+  if (zero1 && impl->checked.model.tied)
+    return Status::InvalidArgument(
+        "plan training.distributed_optimizer (ZeRO-1) with a tied LM head (model.tie_word_embeddings) is not "
+        "supported yet: the tied gradients are summed whole, ZeRO-1 shards them; plan without "
+        "--use-distributed-optimizer or untie the head");
   // ZeRO-1 keeps AdamW state for its shards only (DataParallelSync).
   impl->optimizer = std::make_unique<torch::optim::AdamW>(
       MakeOptimizer(params, options));  // never stepped with ZeRO-1 (its state is created lazily)
@@ -193,6 +269,10 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
                                          std::to_string(m.step) + ": data-parallel gradient reduction");
     reduce_wait_s = *waited;
   }
+  // A tied head: the first and last stage sum their copies' gradients
+  // (after the data-parallel reduction, so every replica adds the same
+  // global-batch gradients).
+  PW_RETURN_IF_ERROR(m.SumTiedGradients());
   const bool zero1 = m.sync && m.sync->zero1();
   double grad_norm = 0.0;
   if (m.options.clip_grad_norm > 0 && zero1) {
@@ -219,6 +299,9 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
       torch::Tensor acc;  // () float64 on the parameters' device
       for (const auto& p : params) {
         if (!p.grad().defined()) continue;
+        // A tied head's replica is the same parameter as the token table:
+        // counted once (Megatron-LM's param_is_not_shared in its norm).
+        if (m.tied_head.defined() && p.is_same(m.tied_head)) continue;
         torch::Tensor term = p.grad().to(torch::kDouble).pow(2).sum();
         acc = acc.defined() ? acc.add_(term) : term;
       }
@@ -312,75 +395,103 @@ int Engine::LiveGraphsAfterStep() const { return impl_->backend->LiveGraphsAfter
 int Engine::HeldMessages() const { return impl_->backend->HeldMessages(); }
 int64_t Engine::HeldMessageBytes() const { return impl_->backend->HeldMessageBytes(); }
 
-Status Engine::SaveStages(const std::string& dir) const {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::InvalidArgument("cannot create checkpoint directory " + dir + ": " + ec.message());
-  for (auto& [stage, module] : impl_->backend->stages()) {
-    // Temp file + rename: a failed save leaves no half-written stage file.
-    const std::string path = dir + "/stage_" + std::to_string(stage) + ".pt", tmp = path + ".tmp";
-    try {
-      torch::save(module, tmp);
-    } catch (const c10::Error& e) {
-      return Status::ComputeError("rank " + std::to_string(rank()) + ": saving " + tmp + ": " +
-                                  e.what_without_backtrace());
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec)
-      return Status::ComputeError("rank " + std::to_string(rank()) + ": renaming " + tmp + " to " + path + ": " +
-                                  ec.message());
+std::vector<NamedValues> Engine::OptimizerState() const {
+  std::vector<NamedValues> out;
+  for (const auto& [name, p] : impl_->named_params) {
+    const torch::optim::AdamWParamState* st = FindAdamWState(*impl_->optimizer, p);
+    if (st == nullptr) continue;
+    out.push_back(ToNamedValues(name + ":exp_avg", st->exp_avg(), p));
+    out.push_back(ToNamedValues(name + ":exp_avg_sq", st->exp_avg_sq(), p));
+    out.push_back(NamedValues{name + ":step", {1}, {static_cast<double>(st->step())}});
   }
-  return Status::Ok();
+  return out;
 }
 
-Status Engine::SaveCheckpoint(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  try {
-    torch::serialize::OutputArchive archive;
-    for (const auto& [name, p] : impl_->named_params) archive.write("param/" + name, p.detach().to(torch::kCPU));
-    torch::serialize::OutputArchive optimizer;
-    impl_->optimizer->save(optimizer);
-    archive.write("optimizer", optimizer);
-    archive.save_to(tmp);
-  } catch (const c10::Error& e) {
-    return Status::ComputeError("rank " + std::to_string(rank()) + ": writing checkpoint " + tmp + ": " +
-                                e.what_without_backtrace());
+std::vector<std::pair<std::string, std::string>> Engine::TensorDigests() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto digest = [](const torch::Tensor& t) {
+    torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    return DigestHex(DigestBytes(c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size())));
+  };
+  for (const auto& [name, p] : impl_->named_params) {
+    out.emplace_back(name, digest(p));
+    const torch::optim::AdamWParamState* st = FindAdamWState(*impl_->optimizer, p);
+    if (st == nullptr) continue;
+    out.emplace_back(name + ":exp_avg", digest(st->exp_avg()));
+    out.emplace_back(name + ":exp_avg_sq", digest(st->exp_avg_sq()));
+    const int64_t step = st->step();
+    out.emplace_back(name + ":step", DigestHex(DigestBytes(&step, sizeof(step))));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::ComputeError("rank " + std::to_string(rank()) + ": renaming " + tmp + " to " + path + ": " +
-                                      ec.message());
-  return Status::Ok();
+  return out;
 }
 
-Status Engine::LoadCheckpoint(const std::string& path) {
-  if (!std::filesystem::exists(path))
-    return Status::NotFound("rank " + std::to_string(rank()) + ": checkpoint file " + path + " is missing");
-  std::string current;
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path);
-    torch::NoGradGuard no_grad;
-    for (auto& [name, p] : impl_->named_params) {
-      current = name;
-      torch::Tensor t;
-      if (!archive.try_read("param/" + name, t))
-        return Status::ComputeError("rank " + std::to_string(rank()) + ": checkpoint " + path +
-                                    " has no parameter " + name + " (written for other stages?)");
-      if (t.sizes() != p.sizes() || t.scalar_type() != p.scalar_type())
-        return Status::ComputeError("rank " + std::to_string(rank()) + ": checkpoint " + path + ": parameter " +
-                                    name + " has shape/dtype " + t.toString() + " " + c10::str(t.sizes()) +
-                                    ", the stage expects " + p.toString() + " " + c10::str(p.sizes()));
-      p.copy_(t);
-    }
-    current = "optimizer";
-    torch::serialize::InputArchive optimizer;
-    archive.read("optimizer", optimizer);
-    impl_->optimizer->load(optimizer);
-  } catch (const c10::Error& e) {
-    return Status::ComputeError("rank " + std::to_string(rank()) + ": reading checkpoint " + path + " (" + current +
-                                "): " + e.what_without_backtrace());
+StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& step_dir) const {
+  StatusOr<std::vector<CheckpointFile>> files = SaveLayerFiles(step_dir, impl_->layers, impl_->optimizer.get());
+  if (!files.ok()) return files.status().WithContext("rank " + std::to_string(rank()));
+  return files;
+}
+
+StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps_done) {
+  Impl& m = *impl_;
+  // Data parallel: the replicas hold the same parameters and AdamW state,
+  // so replica 0's pipeline writes the checkpoint alone (its pipeline
+  // communicator is the one used below); the others write nothing.
+  if (m.dp_rank != 0) return int64_t{0};
+  const bool writer = m.comm->rank() == 0;
+  std::error_code ec;
+  Status st;
+  if (writer) {
+    std::filesystem::create_directories(step_dir, ec);
+    if (ec) st = Status::InvalidArgument("cannot create checkpoint directory " + step_dir + ": " + ec.message());
+    // A manifest left from an earlier save must not describe the new files.
+    if (st.ok()) std::filesystem::remove(step_dir + "/manifest.json", ec);
   }
+  PW_RETURN_IF_ERROR(AgreeOnStatus(st, *m.comm));
+  StatusOr<std::vector<CheckpointFile>> mine = SaveCheckpoint(step_dir);
+  PW_RETURN_IF_ERROR(AgreeOnStatus(mine.status(), *m.comm));
+  nlohmann::json entries = nlohmann::json::array();
+  for (const CheckpointFile& f : *mine)
+    entries.push_back({{"name", f.name}, {"layer", f.layer}, {"bytes", f.bytes}, {"digest", f.digest}});
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, m.comm->AllGather(entries.dump()));
+  std::map<std::string, CheckpointFile> by_layer;
+  int64_t bytes = 0;
+  for (const std::string& text : all)
+    for (const nlohmann::json& e : nlohmann::json::parse(text)) {
+      CheckpointFile f{e["name"], e["layer"], e["bytes"], e["digest"]};
+      bytes += f.bytes;
+      by_layer[f.layer] = f;
+    }
+  Status written;
+  if (writer) {
+    CheckpointManifest man;
+    man.steps_done = steps_done;
+    man.seed = m.options.init_seed;
+    man.dtype = m.options.double_precision ? "float64" : "float32";
+    man.batch_rows = m.checked.training.batch_rows * m.dp_size;  // the global batch
+    man.seq_length = m.checked.training.seq_length;
+    man.data_position = static_cast<int64_t>(steps_done) * man.batch_rows;
+    man.dp_size = m.dp_size;
+    man.model = CheckpointModelJson(*m.plan.model);
+    man.plan_hash = PlanHash(m.plan);
+    man.schedule = m.plan.schedule;
+    man.pp_size = m.plan.pp_size;
+    for (const std::string& layer : models::GptLayerNames(m.checked.model)) {
+      auto it = by_layer.find(layer);
+      if (it == by_layer.end()) {
+        written = Status::Internal("checkpoint " + step_dir + ": no rank wrote layer " + layer);
+        break;
+      }
+      man.files.push_back(it->second);
+    }
+    if (written.ok()) written = WriteManifest(step_dir, man);
+  }
+  PW_RETURN_IF_ERROR(AgreeOnStatus(written, *m.comm));
+  return bytes;
+}
+
+Status Engine::LoadCheckpoint(const std::string& step_dir, const CheckpointManifest& manifest) {
+  Status st = LoadLayerFiles(step_dir, manifest, impl_->layers, impl_->optimizer.get());
+  if (!st.ok()) return st.WithContext("rank " + std::to_string(rank()));
   return Status::Ok();
 }
 
@@ -396,7 +507,7 @@ Status Engine::InitFromHf(const std::string& dir) {
     PW_RETURN_IF_ERROR(CheckSameModel(*m.plan.model, model, config_path));
     PW_ASSIGN_OR_RETURN(safetensors::Checkpoint ckpt, safetensors::Checkpoint::Open(dir));
     try {
-      return LoadHfParameters(ckpt, m.plan.model->family, m.named_params);
+      return LoadHfParameters(ckpt, m.plan.model->family, m.named_params, m.plan.model->tied);
     } catch (const c10::Error& e) {
       return Status::ComputeError("loading " + dir + ": " + e.what_without_backtrace());
     }

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "executor/checkpoint.h"
 #include "executor/communicator.h"
 #include "executor/data.h"
 #include "executor/interpreter.h"
@@ -129,16 +130,34 @@ class Engine {
   int64_t HeldMessageBytes() const;
   // Sets the AdamW learning rate of the following steps (a schedule).
   void SetLearningRate(double lr);
-  // Writes stage_<s>.pt for each stage of this rank into `dir` (created).
-  Status SaveStages(const std::string& dir) const;
-  // Writes this rank's parameters (by name) and AdamW state to `path`
-  // atomically (path + ".tmp", then rename). Errors: ComputeError naming the
-  // rank and file.
-  Status SaveCheckpoint(const std::string& path) const;
-  // Loads what SaveCheckpoint wrote into this rank's parameters and
-  // optimizer, bit for bit. Errors: NotFound (missing file), ComputeError
-  // naming the rank, file and missing/mis-shaped parameter.
-  Status LoadCheckpoint(const std::string& path);
+  // This rank's AdamW state, per parameter that has one: "<name>:exp_avg",
+  // "<name>:exp_avg_sq" (shaped like the parameter) and "<name>:step" (one
+  // value), in parameter order. Empty before the first optimizer step.
+  std::vector<NamedValues> OptimizerState() const;
+  // (name, DigestHex) of each of this rank's parameters and AdamW state
+  // tensors (names as OptimizerState's; the step count hashed as int64):
+  // DigestBytes of the raw bytes in the run's dtype, one tensor at a time
+  // (no copy of the whole model).
+  std::vector<std::pair<std::string, std::string>> TensorDigests() const;
+  // Writes the layer files of this rank's stages (parameters + AdamW state)
+  // into `step_dir` (executor/checkpoint.h; each file temp + rename) and
+  // returns their manifest entries. Local; WriteCheckpoint is the collective.
+  // Errors: ComputeError naming the rank and file.
+  StatusOr<std::vector<CheckpointFile>> SaveCheckpoint(const std::string& step_dir) const;
+  // Collective: a complete checkpoint after `steps_done` optimizer steps in
+  // `step_dir` (created): rank 0 first removes an old manifest.json there,
+  // every rank writes its layers' files, then rank 0 writes manifest.json
+  // last (the model, dtype, seed, batch shape and data position; the plan is
+  // recorded for information). Returns the bytes of all layer files. Errors:
+  // any rank's, agreed (AgreeOnStatus) so every rank returns it.
+  StatusOr<int64_t> WriteCheckpoint(const std::string& step_dir, int steps_done);
+  // Loads the layers of this rank's stages from `step_dir` (described by
+  // `manifest`, ReadManifest) into the parameters and the AdamW state, bit
+  // for bit, whatever plan wrote it. Local (the caller agrees on the
+  // outcome). Errors: those of LoadLayerFiles (checkpoint_io.h): a missing,
+  // truncated or corrupt file, a missing or mis-shaped tensor, each naming
+  // the file, before any parameter changes.
+  Status LoadCheckpoint(const std::string& step_dir, const CheckpointManifest& manifest);
   // Replaces this rank's parameters by those of the Hugging Face directory
   // `dir` (config.json + model.safetensors or shards, hf_io.h): checks that
   // dir/config.json normalises to the plan's model (CheckSameModel), then

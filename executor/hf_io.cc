@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "executor/checkpoint.h"
 #include "executor/hf_load.h"
 #include "executor/preflight.h"
 #include "models/spec/hf_weights.h"
@@ -23,7 +25,7 @@ std::string ShapeText(c10::IntArrayRef s) {
 }  // namespace
 
 Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
-                        const std::vector<std::pair<std::string, torch::Tensor>>& params) {
+                        const std::vector<std::pair<std::string, torch::Tensor>>& params, bool tied) {
   struct Found {
     const safetensors::File* file;
     std::string name;
@@ -32,7 +34,7 @@ Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
   // Find and check everything first, then copy.
   std::vector<Found> found;
   for (const auto& [ours, p] : params) {
-    PW_ASSIGN_OR_RETURN(HfTensorName hf, HfNameOf(family, ours));
+    PW_ASSIGN_OR_RETURN(HfTensorName hf, HfNameOf(family, ours, tied));
     const safetensors::File* file = nullptr;
     std::string name;
     for (const std::string& c : hf.candidates) {
@@ -71,13 +73,18 @@ Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
   return Status::Ok();
 }
 
-StatusOr<ExportSummary> ExportHfModel(const Plan& plan, const std::string& checkpoint_dir, const std::string& out_dir,
-                                      int64_t max_shard_bytes) {
+StatusOr<ExportSummary> ExportHfModel(const std::string& checkpoint, const std::string& out_dir,
+                                      int64_t max_shard_bytes, const Plan* plan) {
   namespace fs = std::filesystem;
-  PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, plan.pp_size));
-  if (!plan.model) return Status::InvalidArgument("the plan has no model section");
   if (max_shard_bytes < 1)
     return Status::InvalidArgument("--max-shard-bytes " + std::to_string(max_shard_bytes) + ": must be >= 1");
+  PW_ASSIGN_OR_RETURN(std::string step_dir, ResolveCheckpointDir(checkpoint, "--checkpoint"));
+  PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifest(step_dir));
+  PW_ASSIGN_OR_RETURN(ModelConfig model, ManifestModel(manifest, step_dir));
+  if (plan != nullptr) {
+    if (!plan->model) return Status::InvalidArgument("the plan has no model section");
+    PW_RETURN_IF_ERROR(CheckSameModel(*plan->model, model, "checkpoint " + step_dir));
+  }
   std::error_code ec;
   if (fs::exists(out_dir, ec)) {
     if (!fs::is_directory(out_dir, ec))
@@ -89,46 +96,39 @@ StatusOr<ExportSummary> ExportHfModel(const Plan& plan, const std::string& check
   if (!out_path.has_filename()) out_path = out_path.parent_path();  // "out/" -> "out"
   if (!out_path.has_parent_path() || !fs::is_directory(out_path.parent_path(), ec))
     return Status::InvalidArgument("-o " + out_dir + ": its parent directory does not exist");
-  // Every stage, in order, as run --save wrote it.
+  // Every layer file in layer order, its parameters (not the optimizer
+  // state, "<name>:exp_avg...") under their HF names.
   std::vector<safetensors::TensorData> tensors;
-  bool fp64 = false;
+  const bool fp64 = manifest.dtype == "float64";
   ExportSummary summary;
-  try {
-    for (const PlanStage& s : plan.stages) {
-      const std::string path = checkpoint_dir + "/stage_" + std::to_string(s.index) + ".pt";
-      if (!fs::exists(path)) return Status::NotFound("checkpoint file " + path + " is missing");
-      const torch::Dtype dtype = plan.training && plan.training->precision == Precision::kFp64 ? torch::kDouble
-                                                                                               : torch::kFloat;
-      models::GptStage module(checked.model, s.layer_begin, s.layer_end, 0, dtype);
-      try {
-        torch::load(module, path, torch::Device(torch::kCPU));
-      } catch (const c10::Error& e) {
-        std::string what = e.what_without_backtrace();
-        what = what.substr(0, what.find('\n'));
-        return Status::InvalidArgument("checkpoint " + checkpoint_dir + " does not match the plan (stage " +
-                                       std::to_string(s.index) + ": " + path + ": " + what + ")");
+  for (const CheckpointFile& f : manifest.files) {
+    PW_RETURN_IF_ERROR(VerifyCheckpointFile(step_dir, f));
+    PW_ASSIGN_OR_RETURN(std::unique_ptr<safetensors::File> file, safetensors::File::Open(step_dir + "/" + f.name));
+    for (const auto& [ours, info] : file->tensors()) {
+      if (ours.find(':') != std::string::npos) continue;  // optimizer state
+      // HF's tied layout: the head shares the token table, written once.
+      if (model.tied && ours == "head.lm_head.weight") continue;
+      PW_ASSIGN_OR_RETURN(HfTensorName hf, HfNameOf(model.family, ours));
+      safetensors::TensorData d;
+      d.name = hf.name;
+      d.dtype = info.dtype;
+      if (d.dtype != (fp64 ? safetensors::Dtype::kF64 : safetensors::Dtype::kF32))
+        return Status::InvalidArgument(file->path() + ": tensor '" + ours + "' is " +
+                                       safetensors::DtypeName(d.dtype) + ", the manifest says " + manifest.dtype);
+      const unsigned char* src = file->Data(info);
+      const size_t e = static_cast<size_t>(safetensors::DtypeBytes(info.dtype));
+      d.shape = info.shape;
+      d.bytes.assign(src, src + (info.end - info.begin));
+      if (hf.transpose && info.shape.size() == 2) {
+        // (out, in) -> (in, out), GPT-2's Conv1D layout.
+        const size_t r = static_cast<size_t>(info.shape[0]), c = static_cast<size_t>(info.shape[1]);
+        for (size_t i = 0; i < r; ++i)
+          for (size_t j = 0; j < c; ++j) std::memcpy(&d.bytes[(j * r + i) * e], src + (i * c + j) * e, e);
+        d.shape = {info.shape[1], info.shape[0]};
       }
-      for (const auto& [ours, p] : module->NamedParameters()) {
-        PW_ASSIGN_OR_RETURN(HfTensorName hf, HfNameOf(plan.model->family, ours));
-        torch::Tensor t = p.detach().to(torch::kCPU);
-        if (hf.transpose) t = t.t();
-        t = t.contiguous();
-        safetensors::TensorData d;
-        d.name = hf.name;
-        d.dtype = t.scalar_type() == torch::kDouble ? safetensors::Dtype::kF64 : safetensors::Dtype::kF32;
-        if (t.scalar_type() != torch::kDouble && t.scalar_type() != torch::kFloat)
-          return Status::InvalidArgument(path + ": parameter " + ours + " is " + std::string(c10::toString(t.scalar_type())) +
-                                         ", not float32 or float64");
-        fp64 = fp64 || t.scalar_type() == torch::kDouble;
-        d.shape = t.sizes().vec();
-        const auto* b = static_cast<const unsigned char*>(t.data_ptr());
-        d.bytes.assign(b, b + t.numel() * t.element_size());
-        summary.bytes += static_cast<int64_t>(d.bytes.size());
-        tensors.push_back(std::move(d));
-      }
+      summary.bytes += static_cast<int64_t>(d.bytes.size());
+      tensors.push_back(std::move(d));
     }
-  } catch (const c10::Error& e) {
-    return Status::ComputeError("loading checkpoint from " + checkpoint_dir + ": " + e.what_without_backtrace());
   }
   summary.tensors = static_cast<int>(tensors.size());
   // Write into a sibling temporary directory, then rename it into place.
@@ -137,7 +137,7 @@ StatusOr<ExportSummary> ExportHfModel(const Plan& plan, const std::string& check
   fs::create_directory(tmp, ec);
   if (ec) return Status::Internal("cannot create " + tmp.string() + ": " + ec.message());
   Status st = [&]() -> Status {
-    nlohmann::json config = HfConfigJson(*plan.model);
+    nlohmann::json config = HfConfigJson(model);
     config["torch_dtype"] = fp64 ? "float64" : "float32";
     {
       std::ofstream out(tmp / "config.json");

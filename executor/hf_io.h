@@ -1,5 +1,5 @@
-// Hugging Face model directories (config.json + safetensors): export the
-// stages `pipewright run --save` wrote, and the loader `run --init-from`
+// Hugging Face model directories (config.json + safetensors): export a
+// checkpoint (`run --save` / --checkpoint-dir), and the loader `run --init-from`
 // uses (Engine::InitFromHf, engine.h). Torch-free header; hf_io.cc is the
 // LibTorch side. Parameter names: models/spec/hf_weights.h.
 #pragma once
@@ -19,19 +19,22 @@ struct ExportSummary {
   int files = 0;      // safetensors files (1, or the number of shards)
 };
 
-// Writes the model of `plan`, trained and saved by `run --save` into
-// `checkpoint_dir` (stage_<s>.pt for every stage), as a Hugging Face
-// directory `out_dir`: config.json (HfConfigJson, torch_dtype of the saved
-// weights) and model.safetensors, or shards of at most `max_shard_bytes`
-// with model.safetensors.index.json. Tensors are stored in the stages' dtype
-// (F32, or F64 for an fp64 run) under their HF names (GPT-2's Conv1D weights
-// transposed to (in, out)). Atomic: everything is written into a temporary
-// sibling directory renamed to `out_dir` at the end; on error nothing is
-// left at `out_dir`. Errors: InvalidArgument when `out_dir` exists and is
-// not an empty directory, or a stage file does not match the plan (naming
-// the stage and file); NotFound for a missing stage file; those of the plan's
-// pre-flight checks; Internal when writing fails.
-StatusOr<ExportSummary> ExportHfModel(const Plan& plan, const std::string& checkpoint_dir, const std::string& out_dir,
-                                      int64_t max_shard_bytes = safetensors::kDefaultMaxShardBytes);
+// Writes the model of the checkpoint `checkpoint` (a step directory, or a
+// --checkpoint-dir root: its latest complete step; executor/checkpoint.h) as
+// a Hugging Face directory `out_dir`: config.json (HfConfigJson of the
+// manifest's model, torch_dtype of the saved weights) and model.safetensors,
+// or shards of at most `max_shard_bytes` with model.safetensors.index.json.
+// Tensors are stored in the checkpoint's dtype (F32, or F64 for an fp64 run)
+// under their HF names (GPT-2's Conv1D weights transposed to (in, out)); a
+// tied head is written once, as the token table (HF's tied layout, no
+// lm_head.weight). `plan` (optional): refused unless its model is the
+// checkpoint's. Atomic: everything is written into a temporary sibling
+// directory renamed to `out_dir` at the end; on error nothing is left at
+// `out_dir`. Errors: InvalidArgument when `out_dir` exists and is not an
+// empty directory, or a layer file is truncated or corrupt (naming it);
+// NotFound for a missing checkpoint or file; Internal when writing fails.
+StatusOr<ExportSummary> ExportHfModel(const std::string& checkpoint, const std::string& out_dir,
+                                      int64_t max_shard_bytes = safetensors::kDefaultMaxShardBytes,
+                                      const Plan* plan = nullptr);
 
 }  // namespace pw::exec

@@ -22,7 +22,9 @@ namespace pw::exec {
 // every tensor is found and checked before any parameter changes):
 // InvalidArgument naming the directory or file and the HF tensor when a
 // tensor is missing or has another shape than the parameter (as stored).
+// `tied`: the model's LM head is tied (HfNameOf): its replica is read from
+// the token table.
 Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
-                        const std::vector<std::pair<std::string, torch::Tensor>>& params);
+                        const std::vector<std::pair<std::string, torch::Tensor>>& params, bool tied = false);
 
 }  // namespace pw::exec

@@ -33,7 +33,7 @@ struct CheckedPlan {
 //    B/W, when dp_size > 1, none with dp_size 1);
 //  - training.global_batch_size = dp_size x sum(microbatch_sizes);
 //  - the typed `model` section is one the executor builds
-//    (models::GptFromModel: gpt2 or llama family, untied, no dropout) and the stages' layer ranges cover exactly its
+//    (models::GptFromModel: gpt2 or llama family, tied or untied head, no dropout) and the stages' layer ranges cover exactly its
 //    N+2 layers;
 //  - the `training` section: recompute none, dtype fp32 or fp64,
 //    seq_length <= n_positions (vocab_size is checked against the data by

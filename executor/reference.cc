@@ -25,7 +25,8 @@ StatusOr<std::unique_ptr<ReferenceModel>> ReferenceModel::Create(const ModelConf
   PW_ASSIGN_OR_RETURN(impl->config, models::GptFromModel(model, "reference model"));
   impl->options = options;
   if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
-  impl->module = models::GptStage(impl->config, 0, impl->config.NumLayers(), options.init_seed, DtypeOf(options));
+  impl->module = models::GptStage(impl->config, 0, impl->config.NumLayers(), options.init_seed, DtypeOf(options),
+                                  /*share_tied=*/true);  // a tied head uses the table itself
   impl->optimizer = std::make_unique<torch::optim::AdamW>(MakeOptimizer(impl->module->parameters(), options));
   return std::unique_ptr<ReferenceModel>(new ReferenceModel(std::move(impl)));
 }

@@ -4,52 +4,52 @@
 
 #include <torch/torch.h>
 
+#include "executor/checkpoint_io.h"
 #include "executor/torch_util.h"
 #include "executor/preflight.h"
 #include "executor/tokenizer.h"
+#include "models/spec/hf_weights.h"
 #include "models/torch/gpt.h"
 
 namespace pw::exec {
 
 // --------------------------------------------------------------- sampling ---
 
-StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const SampleOptions& options) {
-  PW_ASSIGN_OR_RETURN(CheckedPlan checked, PreflightCheck(plan, plan.pp_size));
+StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOptions& options, const Plan* plan) {
   if (options.temperature <= 0) return Status::InvalidArgument("--temperature must be > 0");
-  const models::GptConfig& cfg = checked.model;
+  PW_ASSIGN_OR_RETURN(std::string dir, ResolveCheckpointDir(checkpoint, "--checkpoint"));
+  PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifest(dir));
+  PW_ASSIGN_OR_RETURN(ModelConfig model, ManifestModel(manifest, dir));
+  if (plan != nullptr) {
+    if (!plan->model) return Status::InvalidArgument("the plan has no model section");
+    PW_RETURN_IF_ERROR(CheckSameModel(*plan->model, model, "checkpoint " + dir));
+  }
+  PW_ASSIGN_OR_RETURN(models::GptConfig cfg, models::GptFromModel(model, dir + "/manifest.json (model)"));
   std::unique_ptr<Tokenizer> tokenizer;
   if (!options.tokenizer.empty()) {
     PW_ASSIGN_OR_RETURN(tokenizer, Tokenizer::Load(options.tokenizer));
     if (tokenizer->vocab_size() != cfg.vocab_size)
       return Status::InvalidArgument("--tokenizer " + options.tokenizer + " has a vocabulary of " +
                                      std::to_string(tokenizer->vocab_size()) +
-                                     " pieces but the plan's model.vocab_size is " + std::to_string(cfg.vocab_size) +
-                                     "; they must be equal");
+                                     " pieces but the checkpoint's model.vocab_size is " +
+                                     std::to_string(cfg.vocab_size) + "; they must be equal");
   } else if (cfg.vocab_size < 256) {
-    return Status::InvalidArgument("plan field 'model.vocab_size' is " + std::to_string(cfg.vocab_size) +
+    return Status::InvalidArgument("the checkpoint's model.vocab_size is " + std::to_string(cfg.vocab_size) +
                                    ": without --tokenizer the tokens are bytes, so it needs vocab_size >= 256");
   }
-  std::vector<models::GptStage> stages;
+  // Every layer in one stage, in the checkpoint's dtype (a tied head's
+  // replica is read from head.safetensors like any parameter).
+  const torch::Dtype dtype = manifest.dtype == "float64" ? torch::kDouble : torch::kFloat;
+  models::GptStage module(nullptr);
   try {
-    for (const PlanStage& s : plan.stages) {
-      const std::string path = dir + "/stage_" + std::to_string(s.index) + ".pt";
-      if (!std::filesystem::exists(path)) return Status::NotFound("checkpoint file " + path + " is missing");
-      models::GptStage module(cfg, s.layer_begin, s.layer_end, 0, torch::kFloat);
-      try {
-        torch::load(module, path, torch::Device(torch::kCPU));  // stages saved from a CUDA run load on the CPU
-      } catch (const c10::Error& e) {
-        // Most often the files of another plan: other layers in this stage.
-        std::string what = e.what_without_backtrace();
-        what = what.substr(0, what.find('\n'));
-        return Status::InvalidArgument("checkpoint " + dir + " does not match the plan (stage " +
-                                       std::to_string(s.index) + ": " + path + ": " + what + ")");
-      }
-      module->eval();
-      stages.push_back(module);
-    }
+    module = models::GptStage(cfg, 0, cfg.NumLayers(), 0, dtype);
+    module->eval();
   } catch (const c10::Error& e) {
-    return Status::ComputeError(std::string("loading checkpoint from ") + dir + ": " + e.what_without_backtrace());
+    return Status::ComputeError("building the model of " + dir + ": " + e.what_without_backtrace());
   }
+  PW_RETURN_IF_ERROR(LoadLayerFiles(dir, manifest, GroupByLayer(module->layer_names(), module->NamedParameters()),
+                                    /*optimizer=*/nullptr));
+  std::vector<models::GptStage> stages = {module};
   std::vector<int64_t> tokens;
   if (tokenizer) {
     for (int id : tokenizer->Encode(options.prompt)) tokens.push_back(id);

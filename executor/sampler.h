@@ -1,4 +1,4 @@
-// Text generation from saved stages, in one process. Torch-free header.
+// Text generation from a checkpoint, in one process. Torch-free header.
 #pragma once
 
 #include <cstdint>
@@ -19,12 +19,17 @@ struct SampleOptions {
   std::string tokenizer;
 };
 
-// Loads every stage of `plan` from `dir` (written by Engine::SaveStages on
-// all ranks) into one process and samples `tokens` tokens after the prompt.
-// Returns prompt + generated text (decoded by the tokenizer when given).
-// Errors: NotFound naming a missing stage file; PreflightCheck's errors for
-// the plan's model fields; the tokenizer's (Tokenizer::Load, a vocabulary
-// size other than model.vocab_size); vocab_size < 256 without a tokenizer.
-StatusOr<std::string> SampleText(const Plan& plan, const std::string& dir, const SampleOptions& options);
+// Loads the model of `checkpoint` (a step directory, or a --checkpoint-dir
+// root: its latest complete step; executor/checkpoint.h) into one process
+// and samples `tokens` tokens after the prompt. `plan` (optional): refused
+// unless its model is the checkpoint's. Returns prompt + generated text
+// (decoded by the tokenizer when given).
+// Errors: NotFound (no checkpoint there, a missing layer file);
+// InvalidArgument naming the file and field (a truncated or corrupt file,
+// another model than --plan's); the tokenizer's (Tokenizer::Load, a
+// vocabulary size other than the model's vocab_size); vocab_size < 256
+// without a tokenizer.
+StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOptions& options,
+                                 const Plan* plan = nullptr);
 
 }  // namespace pw::exec

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <thread>
 #include <utility>
 
@@ -63,11 +64,6 @@ std::string ParameterDigest(const std::vector<NamedValues>& params) {
   return hex;
 }
 
-int64_t FileBytes(const std::string& path) {
-  std::error_code ec;
-  auto n = std::filesystem::file_size(path, ec);
-  return ec ? 0 : static_cast<int64_t>(n);
-}
 
 std::string Num(double v) {
   char buf[64];
@@ -156,6 +152,25 @@ struct RunContext {
   double step_flops = 0;  // model FLOPs of one step (all ranks): F + I + W of every layer, every row
 };
 
+// Collective: one digest of every parameter and AdamW state tensor of the
+// model over all ranks, keyed by name (Engine::TensorDigests, then
+// ParameterDigest of the name-sorted "name=digest" list): the same whatever plan holds the layers, so a
+// checkpoint written under one plan and loaded under another prints the
+// same value. Returned on every rank.
+StatusOr<std::string> ModelDigest(RunContext& run) {
+  nlohmann::json mine = nlohmann::json::object();
+  for (const auto& [name, digest] : run.engine.TensorDigests()) mine[name] = digest;
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, run.comm.AllGather(mine.dump()));
+  std::map<std::string, std::string> by_name;
+  for (const std::string& text : all) {
+    const nlohmann::json rank_digests = nlohmann::json::parse(text);
+    for (const auto& [name, digest] : rank_digests.items()) by_name[name] = digest.get<std::string>();
+  }
+  std::vector<NamedValues> list;
+  for (const auto& [name, digest] : by_name) list.push_back(NamedValues{name + "=" + digest, {}, {}});
+  return ParameterDigest(list);
+}
+
 // FLOPs of one step of `plan` (forward, input- and weight-gradient backward of
 // every layer for every sequence of the batch; models/spec footprint with
 // micro-batch size 1, times the rows). 0 without a model section.
@@ -198,65 +213,60 @@ StatusOr<EngineOptions> EngineOptionsFor(const RunOptions& options, const Plan& 
   return eo;
 }
 
-// --resume: checks the checkpoint against this run and loads every rank's
-// file; agreed on, so all ranks refuse together. Sets summary.first_step.
+// --resume: checks the checkpoint against this run (model, dtype, seed,
+// batch shape; not the plan) and loads the layers of every rank's stages;
+// agreed on, so all ranks refuse together. Sets summary.first_step.
 Status Resume(RunContext& run) {
   const RunOptions& options = run.options;
   Status st;
-  StatusOr<std::string> dir = ResolveResumeDir(options.resume);
+  StatusOr<std::string> dir = ResolveCheckpointDir(options.resume, "--resume");
   StatusOr<CheckpointManifest> manifest = dir.ok() ? ReadManifest(*dir) : StatusOr<CheckpointManifest>(dir.status());
   if (!manifest.ok()) st = manifest.status();
-  if (st.ok()) st = CheckResumable(*manifest, *dir, run.plan_hash, run.plan.pp_size, options.seed, run.dtype);
+  if (st.ok())
+    st = CheckResumable(*manifest, *dir, *run.plan.model, options.seed, run.dtype,
+                        run.shape.batch_rows * run.engine.dp_size(),
+                        run.shape.seq_length);
   if (st.ok() && manifest->steps_done >= options.steps)
     st = Status::InvalidArgument("--resume " + *dir + ": the checkpoint is after step " +
                                  std::to_string(manifest->steps_done) + ", --steps is " +
                                  std::to_string(options.steps) + ": nothing left to run");
-  // Every replica reads its pipeline rank's file (data-parallel rank 0 wrote it).
-  if (st.ok()) st = run.engine.LoadCheckpoint(*dir + "/" + manifest->files[run.engine.rank()]);
+  if (st.ok()) st = run.engine.LoadCheckpoint(*dir, *manifest);
   PW_RETURN_IF_ERROR(AgreeOnStatus(st, run.comm));
   run.summary.first_step = manifest->steps_done;
-  if (run.printer) std::fprintf(run.out, "resumed from %s after step %d\n", dir->c_str(), run.summary.first_step);
+  PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
+  if (run.printer) {
+    std::fprintf(run.out, "resumed from %s after step %d (written by %s, P=%d)\n", dir->c_str(),
+                 run.summary.first_step, manifest->schedule.c_str(), manifest->pp_size);
+    std::fprintf(run.out, "loaded parameters and AdamW state fnv1a64 (by name, all ranks): %s\n", digest.c_str());
+  }
   return Status::Ok();
 }
 
-// Every pipeline rank of replica 0 (data-parallel rank 0) writes its file of
-// step `done` (the replicas hold the same weights and AdamW state); rank 0
-// then writes the manifest (last: a step directory with a manifest has every
-// rank's file in place). Returns the slowest rank's seconds.
-StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
+// Every rank of data-parallel replica 0 writes its layers' files of step
+// `done` into `dir` (the replicas hold the same state); rank 0 then writes
+// the manifest (last: a step directory with a manifest has every
+// layer file in place). Returns the slowest rank's seconds.
+StatusOr<double> WriteCheckpointTo(RunContext& run, const std::string& dir, int done, bool report = true) {
   const auto c0 = std::chrono::steady_clock::now();
-  const std::string dir = CheckpointStepDir(run.options.checkpoint_dir, done);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const bool writer = run.engine.dp_rank() == 0;
-  const std::string file = CheckpointRankFile(dir, run.engine.rank());
-  Status st = ec ? Status::InvalidArgument("--checkpoint-dir: cannot create " + dir + ": " + ec.message())
-                 : writer ? run.engine.SaveCheckpoint(file) : Status::Ok();
-  PW_RETURN_IF_ERROR(AgreeOnStatus(st, run.comm));
+  // Replica 0's pipeline writes; every rank of the world agrees on the
+  // outcome, so no replica waits below for a writer that failed.
+  StatusOr<int64_t> written = run.engine.WriteCheckpoint(dir, done);
+  PW_RETURN_IF_ERROR(AgreeOnStatus(written.status(), run.comm));
+  const int64_t bytes = *written;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(run.comm, {secs, writer ? static_cast<double>(FileBytes(file)) : 0.0}));
-  double max_s = 0, bytes = 0;
-  for (const auto& v : all) {
-    max_s = std::max(max_s, v[0]);
-    bytes += v[1];
-  }
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(run.comm, {secs}));
+  double max_s = 0;
+  for (const auto& v : all) max_s = std::max(max_s, v[0]);
+  if (!report) return max_s;
+  PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
   if (run.printer) {
-    CheckpointManifest m;
-    m.plan_hash = run.plan_hash;
-    m.schedule = run.plan.schedule;
-    m.pp_size = run.plan.pp_size;
-    m.steps_done = done;
-    m.seed = run.options.seed;
-    m.dtype = run.dtype;
-    m.data_position = static_cast<int64_t>(done) * run.shape.batch_rows * run.engine.dp_size();
-    for (int rr = 0; rr < run.plan.pp_size; ++rr) m.files.push_back("rank_" + std::to_string(rr) + ".pt");
-    PW_RETURN_IF_ERROR(WriteManifest(dir, m));
-    std::fprintf(run.out, "checkpoint %s | %d files, %.0f bytes | %.3f s\n", dir.c_str(), run.plan.pp_size, bytes,
-                 max_s);
+    std::fprintf(run.out, "checkpoint %s | %zu layer files, %lld bytes | %.3f s | fnv1a64 %s\n", dir.c_str(),
+                 static_cast<size_t>(run.plan.model->num_layers + 2), static_cast<long long>(bytes), max_s,
+                 digest.c_str());
     std::fflush(run.out);
   }
   ++run.summary.checkpoints_written;
-  run.summary.checkpoint_bytes = static_cast<int64_t>(bytes);
+  run.summary.checkpoint_bytes = bytes;
   return max_s;
 }
 
@@ -266,6 +276,10 @@ StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
 // process would (docs/DATA.md gives the row order).
 TokenBatch ReplicaBatch(const TextDataset& data, int step, int rows, int dp_rank, int dp_size) {
   return data.Batch(step, rows * dp_size, dp_rank * rows, rows);
+}
+
+StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
+  return WriteCheckpointTo(run, CheckpointStepDir(run.options.checkpoint_dir, done), done);
 }
 
 // The training steps from summary.first_step to --steps: logging, the
@@ -369,18 +383,16 @@ Status SaveAndSample(RunContext& run, Status* sampled) {
     // Rank 0 picks a temporary directory and tells the others (same host).
     std::string mine;
     if (run.printer) {
-      char tmpl[] = "/tmp/pipewright-stages-XXXXXX";
+      char tmpl[] = "/tmp/pipewright-sample-XXXXXX";
       if (mkdtemp(tmpl) == nullptr) return Status::Internal("rank 0: mkdtemp failed");
       mine = tmpl;
     }
     PW_ASSIGN_OR_RETURN(auto all, run.comm.AllGather(mine));
     dir = all[0];
   }
-  if (!dir.empty()) {
-    // Replica 0 writes (every replica holds the same weights).
-    if (run.engine.dp_rank() == 0) PW_RETURN_IF_ERROR(run.engine.SaveStages(dir));
-    PW_RETURN_IF_ERROR(run.comm.Barrier());
-  }
+  // --save DIR: DIR becomes one checkpoint (the form --checkpoint-dir writes
+  // per step), which --resume, generate and export read.
+  if (!dir.empty()) PW_RETURN_IF_ERROR(WriteCheckpointTo(run, dir, options.steps, !options.save_dir.empty()).status());
   if (options.sample_tokens > 0 && run.printer) {
     SampleOptions so;
     so.prompt = options.sample_prompt;
@@ -388,14 +400,14 @@ Status SaveAndSample(RunContext& run, Status* sampled) {
     so.temperature = options.temperature;
     so.seed = options.seed;
     so.tokenizer = options.tokenizer;
-    StatusOr<std::string> text = SampleText(run.plan, dir, so);
+    StatusOr<std::string> text = SampleText(dir, so, &run.plan);
     if (text.ok()) {
       run.summary.sample = *text;
       std::fprintf(run.out, "--- sample (%d %s, temperature %.2f) ---\n%s\n---\n", options.sample_tokens,
                    options.tokenizer.empty() ? "bytes" : "tokens", options.temperature, run.summary.sample.c_str());
     } else {
       *sampled = text.status().WithContext("sampling on rank 0 from " + dir +
-                                          " (every rank saves its stages there: on several hosts, pass --save "
+                                          " (every rank saves its layers there: on several hosts, pass --save "
                                           "with a directory on a shared filesystem)");
     }
     if (options.save_dir.empty()) std::filesystem::remove_all(dir);
@@ -425,9 +437,13 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
   // Every rank has the same options and plan: all refuse together.
-  if (engine->distributed_optimizer() && (!options.checkpoint_dir.empty() || !options.resume.empty()))
-    return Status::InvalidArgument(std::string(options.resume.empty() ? "--checkpoint-dir " + options.checkpoint_dir
-                                                                      : "--resume " + options.resume) +
+  if (engine->distributed_optimizer() && (!options.checkpoint_dir.empty() || !options.resume.empty() ||
+                                          !options.save_dir.empty() || options.sample_tokens > 0))
+    return Status::InvalidArgument(std::string(!options.resume.empty()           ? "--resume " + options.resume
+                                               : !options.checkpoint_dir.empty() ? "--checkpoint-dir " +
+                                                                                       options.checkpoint_dir
+                                               : !options.save_dir.empty()       ? "--save " + options.save_dir
+                                                                                 : std::string("--sample")) +
                                    ": checkpoints of a ZeRO-1 run (plan training.distributed_optimizer, "
                                    "--use-distributed-optimizer) are not supported yet (the AdamW state is sharded "
                                    "over the data-parallel ranks); plan without it to checkpoint");

@@ -29,7 +29,7 @@ struct RunOptions {
   double weight_decay = 0.0;    // --weight-decay
   bool double_precision = false;  // --dtype float64
   int log_every = 1;            // --log-every: rank 0 prints every k-th step (and the last)
-  std::string save_dir;         // --save: write stage_<s>.pt here after training ("" = no)
+  std::string save_dir;         // --save: write the final checkpoint here (checkpoint.h; "" = no)
   int sample_tokens = 0;        // --sample N: after training, rank 0 prints N sampled bytes
   std::string sample_prompt = "\n";  // --prompt
   double temperature = 0.8;     // --temperature
@@ -78,7 +78,8 @@ struct RunSummary {
 // measured step and bubble beside the plan's predictions.
 // Errors: any rank's failure (file, plan, pre-flight, compute, comm) naming
 // the rank; the plan and pre-flight errors are the same on every rank, and so
-// are the refusals of --resume (another plan, seed, dtype; InvalidArgument)
+// are the refusals of --resume (another model, dtype, seed or batch shape;
+// InvalidArgument; another plan is fine: checkpoints are keyed by layer)
 // and of --clip-grad-norm on a plan without a global barrier.
 StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, std::FILE* out);
 

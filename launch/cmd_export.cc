@@ -1,8 +1,10 @@
-// `pipewright export`: write the stages `pipewright run --save` wrote as a
-// Hugging Face model directory (config.json + safetensors), in one process:
-//   pipewright export --plan plan.json --checkpoint ckpt/ -o hf-model/
+// `pipewright export`: write a checkpoint (`run --save DIR` or
+// `--checkpoint-dir ROOT`) as a Hugging Face model directory (config.json +
+// safetensors), in one process:
+//   pipewright export --checkpoint ckpt/ -o hf-model/
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "executor/hf_io.h"
@@ -20,8 +22,13 @@ struct ExportOptions {
 };
 
 Status RunExport(const ExportOptions& o) {
-  PW_ASSIGN_OR_RETURN(Plan plan, ReadPlanFile(o.plan_path));
-  PW_ASSIGN_OR_RETURN(exec::ExportSummary s, exec::ExportHfModel(plan, o.checkpoint_dir, o.out_dir, o.max_shard_bytes));
+  std::optional<Plan> plan;
+  if (!o.plan_path.empty()) {
+    PW_ASSIGN_OR_RETURN(Plan p, ReadPlanFile(o.plan_path));
+    plan = std::move(p);
+  }
+  PW_ASSIGN_OR_RETURN(exec::ExportSummary s, exec::ExportHfModel(o.checkpoint_dir, o.out_dir, o.max_shard_bytes,
+                                                                 plan ? &*plan : nullptr));
   std::printf("exported %d tensors (%lld bytes) to %s: config.json + %d safetensors file%s\n", s.tensors,
               static_cast<long long>(s.bytes), o.out_dir.c_str(), s.files, s.files == 1 ? "" : "s + index");
   return Status::Ok();
@@ -32,8 +39,10 @@ Status RunExport(const ExportOptions& o) {
 void RegisterExportCommand(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<ExportOptions>();
   CLI::App* cmd = app.add_subcommand("export", kExportDescription);
-  cmd->add_option("--plan", o->plan_path, "the plan the model was trained with")->required();
-  cmd->add_option("--checkpoint", o->checkpoint_dir, "directory given to `run --save`")->required();
+  cmd->add_option("--checkpoint", o->checkpoint_dir,
+                  "a checkpoint: the directory of `run --save`, a step_<n> directory, or a --checkpoint-dir root "
+                  "(its latest step)")->required();
+  cmd->add_option("--plan", o->plan_path, "optional: refuse unless the checkpoint holds this plan's model");
   cmd->add_option("-o,--output", o->out_dir, "new directory to write (must not exist, or be empty)")->required();
   cmd->add_option("--max-shard-bytes", o->max_shard_bytes, "shard the weights above this many bytes per file")
       ->capture_default_str();

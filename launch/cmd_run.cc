@@ -128,11 +128,11 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--weight-decay", options->weight_decay, "AdamW weight decay (>= 0)")->capture_default_str();
   cmd->add_option("--dtype", *dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--log-every", options->log_every, "print every k-th step (>= 1)")->capture_default_str();
-  cmd->add_option("--save", options->save_dir, "directory to write stage_<s>.pt checkpoints into");
+  cmd->add_option("--save", options->save_dir, "write the trained model here as a checkpoint (per-layer files + manifest.json; what generate, export and --resume read)");
   cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled tokens (0 = none)");
   cmd->add_option("--prompt", options->sample_prompt, "prompt of --sample");
   cmd->add_option("--temperature", options->temperature, "sampling temperature (> 0)")->capture_default_str();
-  cmd->add_option("--checkpoint-dir", options->checkpoint_dir, "root of step_<n>/ checkpoints (rank files + manifest)");
+  cmd->add_option("--checkpoint-dir", options->checkpoint_dir, "root of step_<n>/ checkpoints (per-layer files + manifest)");
   cmd->add_option("--checkpoint-every", options->checkpoint_every, "save a checkpoint after every N-th step (0: once after the last step, when --checkpoint-dir is given)");
   cmd->add_option("--resume", options->resume, "continue from a step_<n> checkpoint directory, or the latest in a root");
   cmd->add_option("--init-from", options->init_from,

@@ -45,12 +45,12 @@ void RegisterTokenizeCommand(CLI::App& app, CommandContext& ctx);  // cmd_tokeni
 
 // One-line descriptions of the executor commands: `pipewright --help` lists
 // them (without linking their code) and pipewright-exec registers them.
-inline constexpr char kRunDescription[] = "train by replaying a plan (launch with mpirun -np <pp_size>)";
-inline constexpr char kGenerateDescription[] = "sample text from a model trained by `pipewright run --save`";
+inline constexpr char kRunDescription[] = "train by replaying a plan (launch with mpirun -np <pp_size x dp_size>)";
+inline constexpr char kGenerateDescription[] = "sample text from a checkpoint (`pipewright run --save` or --checkpoint-dir)";
 inline constexpr char kTokenizeDescription[] =
     "tokenize a text file with a SentencePiece model into an llm.c token file for `run --data`";
 inline constexpr char kExportDescription[] =
-    "write a model trained by `pipewright run --save` as a Hugging Face directory (config.json + safetensors)";
+    "write a checkpoint (`pipewright run --save` or --checkpoint-dir) as a Hugging Face directory (config.json + safetensors)";
 inline constexpr char kProfileDescription[] =
     "measure layer F/I/W/B times and bytes (and P2P under mpirun -np 2); fit and write a profile";
 

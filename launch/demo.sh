@@ -75,7 +75,7 @@ mpi=(mpirun -np "$pp" -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1)
 (( pp > cores )) && mpi+=(--oversubscribe)
 [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
 "${mpi[@]}" "$pipewright" run --plan "$work/plan.json" --data "$work/fortunes.txt" --tokenizer "$work/spm.model" \
-  --steps "$steps" --lr "${PW_DEMO_LR:-6e-3}" --seed 1 --save "$work/stages" \
+  --steps "$steps" --lr "${PW_DEMO_LR:-6e-3}" --seed 1 --save "$work/trained" \
   --sample 60 --prompt "The " --temperature 0.6
-echo "plan, model, tokenizer and stages are in $work; more text: $pipewright generate --plan $work/plan.json" \
-  "--checkpoint $work/stages --tokenizer $work/spm.model --prompt 'The '"
+echo "plan, model, tokenizer and trained model are in $work; more text: $pipewright generate" \
+  "--checkpoint $work/trained --tokenizer $work/spm.model --prompt 'The '"

@@ -40,7 +40,13 @@ std::string Num(double v) {
 
 }  // namespace
 
-StatusOr<HfTensorName> HfNameOf(ModelFamily family, const std::string& ours) {
+StatusOr<HfTensorName> HfNameOf(ModelFamily family, const std::string& ours, bool tied) {
+  if (tied && ours == "head.lm_head.weight") {
+    PW_ASSIGN_OR_RETURN(HfTensorName out,
+                        HfNameOf(family, family == ModelFamily::kLlama ? "embedding.embed_tokens" : "embedding.wte"));
+    out.candidates.push_back("lm_head.weight");
+    return out;
+  }
   HfTensorName out;
   const auto unknown = [&] {
     return Status::InvalidArgument(std::string("parameter '") + ours + "' has no Hugging Face name in a " +

@@ -41,9 +41,14 @@ struct HfTensorName {
 };
 
 // The HF name of our parameter `ours` (e.g. "block.3.q_proj.weight") in a
-// model of `family`. Errors: InvalidArgument naming `ours` when it is not a
+// model of `family`. With `tied` (tie_word_embeddings), the LM head's
+// replica "head.lm_head.weight" is HF's token table: `name` is the
+// embedding's (model.embed_tokens.weight / transformer.wte.weight), loaded
+// from it first and else from "lm_head.weight" (HF's tied layout omits
+// lm_head.weight or stores an equal copy); export writes it only once, as
+// the embedding. Errors: InvalidArgument naming `ours` when it is not a
 // parameter name of that family.
-StatusOr<HfTensorName> HfNameOf(ModelFamily family, const std::string& ours);
+StatusOr<HfTensorName> HfNameOf(ModelFamily family, const std::string& ours, bool tied = false);
 
 // The HF config.json of `model` (what ParseModelConfig reads back as the same
 // normalised model): model_type ("gpt2", "llama", or "qwen2" for Q/K/V-only

@@ -155,6 +155,11 @@ void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dty
   if (lin->bias.defined()) lin->bias.zero_();
 }
 
+void InitTiedReplica(SplitLinear& lm_head, const GptConfig& c, uint64_t seed, torch::Dtype dtype) {
+  torch::NoGradGuard no_grad;
+  lm_head->weight.copy_(NormalInit({c.vocab_size, c.n_embd}, 0.02, ParamSeed(seed, 0, 0), dtype));
+}
+
 torch::Tensor TokenEmbedding(const torch::Tensor& wte, const torch::Tensor& tokens, DeferredGradSink* sink) {
   if (sink != nullptr) return TokenEmbeddingFunction::apply(wte, tokens, sink);
   return torch::embedding(wte, tokens);  // (b, T, C)
@@ -169,6 +174,7 @@ class EmbeddingLayer : public GptLayerImpl {
     wpe = register_parameter("wpe", NormalInit({c.n_positions, c.n_embd}, 0.01, ParamSeed(seed, 0, 1), dtype));
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
+  torch::Tensor TokenTable() const override { return wte; }
   // tokens (b, T) int64 -> (b, T, C)
   torch::Tensor forward(const torch::Tensor& tokens) override {
     if (sink_ != nullptr) return EmbeddingFunction::apply(wte, wpe, tokens, sink_);
@@ -238,11 +244,22 @@ class HeadLayer : public GptLayerImpl {
     lm_head = register_module("lm_head", SplitLinear(c.n_embd, c.vocab_size, false));
     InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
     this->to(dtype);
+    if (c.tied) InitTiedReplica(lm_head, c, seed, dtype);
+  }
+  void ShareTokenTable(const torch::Tensor& table) override {
+    unregister_module("lm_head");
+    shared_ = table;
   }
   // x (b, T, C) -> logits (b, T, V)
-  torch::Tensor forward(const torch::Tensor& x) override { return lm_head->forward(ln_f->forward(x)); }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    if (shared_.defined()) return torch::linear(ln_f->forward(x), shared_);
+    return lm_head->forward(ln_f->forward(x));
+  }
   torch::nn::LayerNorm ln_f{nullptr};
   SplitLinear lm_head{nullptr};
+
+ private:
+  torch::Tensor shared_;  // tied and shared: the embedding's wte (V, C)
 };
 
 }  // namespace
@@ -294,13 +311,16 @@ std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, u
   return std::make_shared<BlockLayer>(config, index, seed, dtype);
 }
 
-GptStageImpl::GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype)
+GptStageImpl::GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype,
+                           bool share_tied)
     : config_(config), begin_(begin), end_(end) {
   const auto all_names = GptLayerNames(config);
   for (int i = begin; i < end; ++i) {
     names_.push_back(all_names[i]);
     layers_.push_back(register_module("layer" + std::to_string(i), MakeGptLayer(config, i, seed, dtype)));
   }
+  if (share_tied && config.tied && begin == 0 && end == config.NumLayers())
+    layers_.back()->ShareTokenTable(layers_.front()->TokenTable());
 }
 
 torch::Tensor GptStageImpl::forward(torch::Tensor x) {

@@ -77,6 +77,12 @@ class GptLayerImpl : public torch::nn::Module {
   // Routes every SplitLinear (and the embedding) of the layer to `sink`
   // (nullptr: plain autograd).
   virtual void SetSink(DeferredGradSink* sink);
+  // Embedding layers: the token table wte (V, C); other layers: undefined.
+  virtual torch::Tensor TokenTable() const { return torch::Tensor(); }
+  // Head layers of a tied model: use `table` (V, C), the embedding's own
+  // parameter, as the LM head's weight instead of a replica (which is then
+  // no parameter of the layer). Other layers: nothing.
+  virtual void ShareTokenTable(const torch::Tensor& table) { (void)table; }
 };
 
 // Token embedding wte[tokens] without positions (Llama): wte (V, C), tokens
@@ -93,6 +99,9 @@ torch::Tensor NormalInit(std::vector<int64_t> sizes, double stddev, uint64_t see
 uint64_t ParamSeed(uint64_t seed, int layer, int slot);
 // lin.weight <- NormalInit(stddev, seed); lin.bias <- 0.
 void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dtype);
+// A tied model's LM-head replica (V, C) <- the token table's initial values
+// (N(0, 0.02), the embedding's seed): the copies start identical.
+void InitTiedReplica(SplitLinear& lm_head, const GptConfig& config, uint64_t seed, torch::Dtype dtype);
 
 // Builds layer `index` of the list with deterministic initial values that
 // depend only on (seed, index): the same layer is bit-identical whichever
@@ -107,9 +116,17 @@ std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, u
 // A pipeline stage: layers [begin, end) in order, of either family (the
 // engine, the backend, the reference and the sampler use this one stage
 // type for GPT and Llama models alike).
+//
+// Tied LM head (config.tied): a stage holding the head keeps its own replica
+// of the token table, initialised to the same values (the pipeline's way:
+// the engine sums the two gradients before each optimizer step). With
+// `share_tied` and a stage holding both the embedding and the head, the head
+// instead uses the embedding's tensor itself (one parameter, autograd sums
+// both uses): the single-process reference.
 class GptStageImpl : public torch::nn::Module {
  public:
-  GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype);
+  GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype,
+               bool share_tied = false);
   // x: tokens (b, T) int64 if begin == 0, else (b, T, C); returns (b, T, C),
   // or logits (b, T, V) if the stage holds the head.
   torch::Tensor forward(torch::Tensor x);
@@ -117,6 +134,8 @@ class GptStageImpl : public torch::nn::Module {
   // ("block.3.attn.qkv.weight", tensor) for every parameter, layer order.
   std::vector<std::pair<std::string, torch::Tensor>> NamedParameters() const;
 
+  // Names of the stage's layers [begin, end) ("embedding", "block.3", "head").
+  const std::vector<std::string>& layer_names() const { return names_; }
   int begin() const { return begin_; }
   int end() const { return end_; }
   bool has_head() const { return end_ == config_.NumLayers(); }

@@ -62,6 +62,7 @@ GptConfig CommonShape(const ModelConfig& m) {
   c.n_positions = m.max_positions;
   c.vocab_size = m.vocab;
   c.layer_norm_epsilon = m.norm_eps;
+  c.tied = m.tied;
   return c;
 }
 
@@ -122,10 +123,6 @@ StatusOr<GptConfig> GptFromModel(const ModelConfig& m, const std::string& source
   } else {
     PW_ASSIGN_OR_RETURN(c, GptShape(m, source));
   }
-  if (m.tied)
-    return refuse("tie_word_embeddings",
-                  "is true (HF's default for gpt2; some Llama-family configs set it): the executor's LM head has its own matrix, so it would train "
-                  "an untied model; set \"tie_word_embeddings\": false in the config and plan again");
   if (m.dropout)
     return refuse("dropout",
                   m.family == ModelFamily::kLlama

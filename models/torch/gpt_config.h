@@ -40,6 +40,9 @@ struct GptConfig {
   bool mlp_bias = false;        // llama: biases on gate, up, down
   double rope_theta = 10000.0;  // llama: RoPE base
   RopeScaling rope_scaling;     // llama: RoPE frequency scaling
+  // LM head tied to the token embedding (tie_word_embeddings): the head's
+  // stage holds a replica of the table, kept identical (gpt.h GptStage).
+  bool tied = false;
 
   int NumLayers() const { return static_cast<int>(n_layer) + 2; }
 };
@@ -74,8 +77,8 @@ StatusOr<GptConfig> GptShape(const ModelConfig& model, const std::string& source
 // `model` section, plan/plan.h). Family llama (llama, mistral, qwen2 configs):
 // every field the Llama layers need (models/torch/llama.h). Family gpt2:
 // GptShape. Both refuse, naming the field and what to change, what the
-// executor does not build: another architecture, grouped-query attention, a
-// tied LM head (`tie_word_embeddings`), dropout (`dropout`, from the
+// executor does not build: another architecture, grouped-query attention,
+// dropout (`dropout`, from the
 // config's attn_pdrop / resid_pdrop / embd_pdrop; llama: attention_dropout),
 // and for llama a LayerNorm / GELU / learned-positions model section (the
 // `norm`, `mlp`, `positions` fields of another architecture) and an odd

@@ -56,6 +56,7 @@ class LlamaEmbedding : public GptLayerImpl {
         register_parameter("embed_tokens", NormalInit({c.vocab_size, c.n_embd}, 0.02, ParamSeed(seed, 0, 0), dtype));
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
+  torch::Tensor TokenTable() const override { return embed_tokens; }
   // tokens (b, T) int64 -> (b, T, C)
   torch::Tensor forward(const torch::Tensor& tokens) override { return TokenEmbedding(embed_tokens, tokens, sink_); }
   torch::Tensor embed_tokens;  // (V, C)
@@ -129,11 +130,22 @@ class LlamaHead : public GptLayerImpl {
     lm_head = register_module("lm_head", SplitLinear(c.n_embd, c.vocab_size, false));
     InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
     this->to(dtype);
+    if (c.tied) InitTiedReplica(lm_head, c, seed, dtype);
+  }
+  void ShareTokenTable(const torch::Tensor& table) override {
+    unregister_module("lm_head");
+    shared_ = table;
   }
   // x (b, T, C) -> logits (b, T, V)
-  torch::Tensor forward(const torch::Tensor& x) override { return lm_head->forward(norm->forward(x)); }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    if (shared_.defined()) return torch::linear(norm->forward(x), shared_);
+    return lm_head->forward(norm->forward(x));
+  }
   RmsNormLayer norm{nullptr};
   SplitLinear lm_head{nullptr};
+
+ private:
+  torch::Tensor shared_;  // tied and shared: the embedding's embed_tokens (V, C)
 };
 
 }  // namespace

@@ -60,8 +60,8 @@ if [[ -x "$(dirname "$pw")/pipewright-exec" ]]; then
   check "run --help is the executor's (lists --plan)" grep -q -- "--plan" "$tmp/run-help"
   "$pw" generate > "$tmp/out" 2> "$tmp/err"
   rc=$?
-  check "generate without --plan exits 2 (got $rc)" test "$rc" = 2
-  check "generate names the missing --plan" grep -q -- "--plan" "$tmp/err"
+  check "generate without --checkpoint exits 2 (got $rc)" test "$rc" = 2
+  check "generate names the missing --checkpoint" grep -q -- "--checkpoint" "$tmp/err"
 else
   echo "note: no pipewright-exec beside $pw (planner-only build): skipped the executor checks"
 fi

@@ -59,7 +59,7 @@ Plan MakePlan(const nlohmann::json& model) {
   return *plan;
 }
 
-// Trains 2 steps (seed 1234) and saves the stages into `ckpt`; returns each
+// Trains 2 steps (seed 1234) and saves a checkpoint into `ckpt`; returns each
 // rank's parameters.
 std::vector<std::vector<NamedValues>> TrainAndSave(const Plan& plan, const std::string& ckpt) {
   std::vector<std::vector<NamedValues>> params(2);
@@ -68,7 +68,7 @@ std::vector<std::vector<NamedValues>> TrainAndSave(const Plan& plan, const std::
     auto engine = Engine::Create(plan, comm, o);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     for (int i = 0; i < 2; ++i) ASSERT_TRUE((*engine)->Step(RandomBatch(4, 8, 70 + i)).ok());
-    ASSERT_TRUE((*engine)->SaveStages(ckpt).ok());
+    ASSERT_TRUE((*engine)->WriteCheckpoint(ckpt, 2).ok());
     params[r] = (*engine)->Parameters();
   });
   return params;
@@ -104,7 +104,7 @@ TEST_F(HfIoTest, LlamaExportThenInitFromIsBitIdentical) {
   ASSERT_FALSE(trained[0].empty());
 
   const std::string hf = (dir_ / "hf").string();
-  auto s = ExportHfModel(plan, ckpt, hf);
+  auto s = ExportHfModel(ckpt, hf, safetensors::kDefaultMaxShardBytes, &plan);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->files, 1);
   // 3 blocks x (2 norms + 4 weights + 4 biases + 3 MLP) + embedding + norm + lm_head.
@@ -126,7 +126,7 @@ TEST_F(HfIoTest, LlamaExportThenInitFromIsBitIdentical) {
 
   // Sharded (tiny limit): several files + index, loads the same.
   const std::string sharded = (dir_ / "sharded").string();
-  s = ExportHfModel(plan, ckpt, sharded, 20000);
+  s = ExportHfModel(ckpt, sharded, 20000, &plan);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_GT(s->files, 3);
   EXPECT_TRUE(fs::exists(dir_ / "sharded" / "model.safetensors.index.json"));
@@ -138,10 +138,10 @@ TEST_F(HfIoTest, LlamaExportThenInitFromIsBitIdentical) {
   }
 
   // Export refuses a non-empty output and leaves nothing behind on error.
-  auto again = ExportHfModel(plan, ckpt, hf);
+  auto again = ExportHfModel(ckpt, hf, safetensors::kDefaultMaxShardBytes, &plan);
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find("is not empty"), std::string::npos) << again.status().message();
-  auto missing = ExportHfModel(plan, (dir_ / "nockpt").string(), (dir_ / "out2").string());
+  auto missing = ExportHfModel((dir_ / "nockpt").string(), (dir_ / "out2").string());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_FALSE(fs::exists(dir_ / "out2"));
 
@@ -323,6 +323,70 @@ TEST_F(HfIoTest, Gpt2Conv1dDirectoryLoadsExactly) {
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(loaded[r].first.ok()) << loaded[r].first.ToString();
     ExpectBitIdentical(loaded[r].second, params[r]);
+  }
+}
+
+// Tied heads (tie_word_embeddings), GPT-2 and Llama: export writes HF's tied
+// layout (the token table once, no lm_head.weight), and --init-from of it
+// (and of a directory that does store an equal lm_head.weight) fills both the
+// table and the last stage's replica: bit-identical to the trained model.
+TEST_F(HfIoTest, TiedHeadExportAndInitFrom) {
+  nlohmann::json llama = nlohmann::json::parse(kLlama);
+  llama["tie_word_embeddings"] = true;
+  const nlohmann::json gpt2 = nlohmann::json::parse(R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 16,
+      "n_head": 2, "n_positions": 16, "vocab_size": 256, "tie_word_embeddings": true, "attn_pdrop": 0,
+      "resid_pdrop": 0, "embd_pdrop": 0})");
+  for (const auto& [name, model] : {std::pair<std::string, nlohmann::json>{"llama", llama}, {"gpt2", gpt2}}) {
+    const Plan plan = MakePlan(model);
+    ASSERT_TRUE(plan.model->tied) << name;
+    const std::string ckpt = (dir_ / (name + "-ckpt")).string(), hf = (dir_ / (name + "-hf")).string();
+    const auto trained = TrainAndSave(plan, ckpt);
+    ASSERT_FALSE(trained[1].empty());
+    auto s = ExportHfModel(ckpt, hf);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    auto ck = safetensors::Checkpoint::Open(hf);
+    ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+    EXPECT_EQ(ck->Find("lm_head.weight"), nullptr) << name << ": tied layout has no lm_head.weight";
+    const std::string table = name == "llama" ? "model.embed_tokens.weight" : "transformer.wte.weight";
+    ASSERT_NE(ck->Find(table), nullptr) << name;
+    std::ifstream config(hf + "/config.json");
+    EXPECT_EQ(nlohmann::json::parse(config)["tie_word_embeddings"], true) << name;
+    // Both copies were trained identically: the replica equals the table.
+    const std::string ours = name == "llama" ? "embedding.embed_tokens" : "embedding.wte";
+    const NamedValues *table_values = nullptr, *replica = nullptr;
+    for (const auto& nv : trained[0])
+      if (nv.name == ours) table_values = &nv;
+    for (const auto& nv : trained[1])
+      if (nv.name == "head.lm_head.weight") replica = &nv;
+    ASSERT_TRUE(table_values != nullptr && replica != nullptr) << name;
+    EXPECT_TRUE(table_values->values == replica->values) << name << ": the tied copies differ after training";
+    const auto loaded = Load(plan, hf);
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(loaded[r].first.ok()) << name << ": " << loaded[r].first.ToString();
+      ExpectBitIdentical(loaded[r].second, trained[r]);
+    }
+    // A tied directory that also stores lm_head.weight (equal): loads the same.
+    std::vector<safetensors::TensorData> tensors;
+    for (const std::string& n : ck->Names()) {
+      const safetensors::TensorInfo* info = ck->Find(n);
+      safetensors::TensorData d{n, info->dtype, info->shape, {}};
+      const unsigned char* b = ck->FileOf(n)->Data(*info);
+      d.bytes.assign(b, b + (info->end - info->begin));
+      tensors.push_back(d);
+      if (n == table) {
+        d.name = "lm_head.weight";
+        tensors.push_back(d);
+      }
+    }
+    const std::string both = (dir_ / (name + "-both")).string();
+    fs::create_directories(both);
+    fs::copy_file(hf + "/config.json", both + "/config.json");
+    ASSERT_TRUE(safetensors::WriteCheckpoint(both, tensors, 1 << 30, {}).ok());
+    const auto loaded_both = Load(plan, both);
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(loaded_both[r].first.ok()) << name << ": " << loaded_both[r].first.ToString();
+      ExpectBitIdentical(loaded_both[r].second, trained[r]);
+    }
   }
 }
 

@@ -4,7 +4,9 @@
 #     for 2 more; every rank's parameters after step 4 must be bit-identical
 #     (digest over the raw bits). 1b: the same run launched as torchrun does
 #     (TCP communicator) gives the same bits too.
-#  2. a checkpoint from another plan is refused with the reason.
+#  2. resume under another plan (fp64, tied head, P=2 1F1B -> P=3 ZB-V): the
+#     same state after the load and after 2 more steps; another model and a
+#     truncated layer file are refused with the reason, before any step.
 #  3. --trace: the measured trace has every action of every rank exactly
 #     once, SEND/RECV flows pair up, and `pipewright show` draws it, alone
 #     and against the plan.
@@ -37,13 +39,12 @@ rm -rf "$work/part/step_000004"
 "${run[@]}" --plan "$work/plan.json" --steps 4 --checkpoint-dir "$work/resumed" --checkpoint-every 2 \
   --resume "$work/part" | tee "$work/resumed.txt"
 grep -q "resumed from $work/part/step_000002 after step 2" "$work/resumed.txt" || fail "no resume line"
-# The archives are not byte-stable (LibTorch keys optimizer state by tensor
-# address), so compare the bit-exact parameter digest every rank prints.
+# Compare the bit-exact parameter digest every rank prints.
 digest() { grep '^parameters fnv1a64:' "$1" || fail "no parameter digest in $1"; }
 [[ $(digest "$work/straight.txt") == "$(digest "$work/resumed.txt")" ]] \
   || fail "resumed run's parameters differ from the uninterrupted run: $(digest "$work/straight.txt") vs $(digest "$work/resumed.txt")"
 [[ -f $work/straight/step_000004/manifest.json ]] || fail "no manifest"
-grep -q '"plan_hash"' "$work/straight/step_000004/manifest.json" || fail "manifest has no plan_hash"
+grep -q '"digest"' "$work/straight/step_000004/manifest.json" || fail "manifest has no file digests"
 
 echo "== 1b. torchrun launch (TCP communicator, no MPI) trains the same bits"
 launch_dir=$(cd "$(dirname "$0")/../../launch" && pwd)
@@ -57,11 +58,52 @@ if "$launch_dir/mpirun.sh" -np 3 -- "$pipewright" run --plan "$work/plan.json" -
      > "$work/np3.txt" 2>&1; then fail "mpirun.sh -np 3 on a pp_size=2 plan ran"; fi
 grep -q "pp_size=2" "$work/np3.txt" || { cat "$work/np3.txt"; fail "no pp_size in the launcher refusal"; }
 
-echo "== 2. a checkpoint of another plan is refused"
-if "${run[@]}" --plan "$work/other.json" --steps 4 --resume "$work/part" > "$work/refused.txt" 2>&1; then
-  fail "resume with another plan succeeded"
+echo "== 2. resume under another plan (fp64, tied head): P=2 1F1B -> P=3 ZB-V"
+# Checkpoints are keyed by layer: the P=3 run loads the layers of its six
+# stages from the P=2 run's files. The digest (every parameter and AdamW state
+# tensor, by name, over all ranks) printed after the load must be the one the
+# P=2 run printed when it wrote step 2, and after step 4 both runs' states
+# (and their losses) must be the same.
+printf '{"n_layer": 4, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": true, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/tied.json"
+plan64() {  # plan64 <schedule> <pp> <out>
+  "$pipewright" plan --device cpu-core --dtype fp64 --recompute-granularity none --no-min-pp --schedule "$1" --pp "$2" \
+    --num-microbatches 4 --model-config "$work/tied.json" --seq-length 16 --micro-batch-size 2 -o "$3" > /dev/null
+}
+plan64 1f1b 2 "$work/p2.json"
+plan64 zb-v 3 "$work/p3.json"
+run64=("$pipewright" run --data "$work/text.txt" --seed 7 --dtype float64 --steps 4)
+"${mpi[@]}" "${run64[@]}" --plan "$work/p2.json" --checkpoint-dir "$work/a" --checkpoint-every 2 > "$work/a.txt"
+"$mpirun" --allow-run-as-root --oversubscribe -np 3 "${run64[@]}" --plan "$work/p3.json" --resume "$work/a/step_000002" \
+  --checkpoint-dir "$work/b" --checkpoint-every 2 > "$work/b.txt"
+field() { grep -F "$2" "$1" | grep -oE '[0-9a-f]{16}$' | head -1; }  # field <file> <line start>: its digest
+written=$(field "$work/a.txt" "checkpoint $work/a/step_000002 ")
+loaded=$(field "$work/b.txt" "loaded parameters")
+echo "written by P=2 1F1B at step 2: $written; loaded by P=3 ZB-V: $loaded"
+[[ -n $written && $written == "$loaded" ]] || { cat "$work/a.txt" "$work/b.txt"; fail "the loaded state differs from the saved one"; }
+end_a=$(field "$work/a.txt" "checkpoint $work/a/step_000004 ")
+end_b=$(field "$work/b.txt" "checkpoint $work/b/step_000004 ")
+echo "after step 4: uninterrupted $end_a, resumed under another plan $end_b"
+[[ -n $end_a && $end_a == "$end_b" ]] || { cat "$work/a.txt" "$work/b.txt"; fail "the resumed run's state after step 4 differs"; }
+losses() { grep -E '^step [34]/4' "$1" | sed 's/ | [0-9]* tok.*//'; }
+[[ $(losses "$work/a.txt") == "$(losses "$work/b.txt")" && -n $(losses "$work/b.txt") ]] \
+  || { losses "$work/a.txt"; losses "$work/b.txt"; fail "the resumed steps' losses differ"; }
+grep -q "written by 1f1b, P=2" "$work/b.txt" || fail "the resume line does not name the writing plan"
+# Another model is refused, naming the field.
+sed 's/"n_embd": 16/"n_embd": 32/' "$work/tied.json" > "$work/wide.json"
+"$pipewright" plan --device cpu-core --dtype fp64 --recompute-granularity none --no-min-pp --schedule 1f1b --pp 2 \
+  --num-microbatches 4 --model-config "$work/wide.json" --seq-length 16 --micro-batch-size 2 -o "$work/wide_plan.json" > /dev/null
+if "${mpi[@]}" "${run64[@]}" --plan "$work/wide_plan.json" --resume "$work/a" > "$work/refused.txt" 2>&1; then
+  fail "resume with another model succeeded"
 fi
-grep -q "checkpoint was written by plan" "$work/refused.txt" || { cat "$work/refused.txt"; fail "no reason"; }
+grep -q "field 'n_embd' is 16 but the plan's model has 32" "$work/refused.txt" || { cat "$work/refused.txt"; fail "no reason"; }
+# A truncated layer file is named before any step.
+cp -r "$work/a/step_000002" "$work/cut"
+truncate -s -64 "$work/cut/block.2.safetensors"
+if "${mpi[@]}" "${run64[@]}" --plan "$work/p2.json" --resume "$work/cut" > "$work/cut.txt" 2>&1; then
+  fail "resume from a truncated checkpoint succeeded"
+fi
+grep -q "checkpoint file $work/cut/block.2.safetensors is truncated" "$work/cut.txt" || { cat "$work/cut.txt"; fail "no reason"; }
+grep -q "^step" "$work/cut.txt" && fail "a step ran before the truncated file was refused"
 
 echo "== 3. measured trace"
 "${run[@]}" --plan "$work/plan.json" --steps 2 --trace "$work/trace.json" > /dev/null

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -104,6 +105,9 @@ TEST(Checkpoint, ManifestRoundTripAndRefusals) {
   EXPECT_EQ(dir, root + "/step_000010");
   std::filesystem::create_directories(dir);
   std::filesystem::create_directories(CheckpointStepDir(root, 20));  // incomplete: no manifest
+  auto model = ParseModelConfig(nlohmann::json::parse(R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 16,
+      "n_head": 2, "n_positions": 16, "vocab_size": 256})"), "test");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
   CheckpointManifest m;
   m.plan_hash = "aaaa";
   m.schedule = "zb-h1";
@@ -111,24 +115,78 @@ TEST(Checkpoint, ManifestRoundTripAndRefusals) {
   m.steps_done = 10;
   m.seed = 7;
   m.dtype = "float32";
-  m.files = {"rank_0.pt", "rank_1.pt"};
+  m.batch_rows = 8;
+  m.seq_length = 16;
+  m.data_position = 80;
+  m.model = CheckpointModelJson(*model);
+  m.files = {{"embedding.safetensors", "embedding", 100, "0123456789abcdef"}};
   ASSERT_TRUE(WriteManifest(dir, m).ok());
-  StatusOr<std::string> resolved = ResolveResumeDir(root);
+  StatusOr<std::string> resolved = ResolveCheckpointDir(root);
   ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
   EXPECT_EQ(*resolved, dir) << "the incomplete step_000020 must be skipped";
   StatusOr<CheckpointManifest> back = ReadManifest(dir);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->steps_done, 10);
-  EXPECT_EQ(back->files, m.files);
-  EXPECT_TRUE(CheckResumable(*back, dir, "aaaa", 2, 7, "float32").ok());
-  Status other = CheckResumable(*back, dir, "bbbb", 2, 7, "float32");
+  EXPECT_EQ(back->files.size(), 1u);
+  EXPECT_EQ(back->files[0].digest, "0123456789abcdef");
+  EXPECT_EQ(back->schedule, "zb-h1");
+  // The plan is not a reason to refuse; model, dtype, seed and batch shape are.
+  EXPECT_TRUE(CheckResumable(*back, dir, *model, 7, "float32", 8, 16).ok());
+  ModelConfig wider = *model;
+  wider.hidden = 32;
+  Status other = CheckResumable(*back, dir, wider, 7, "float32", 8, 16);
   EXPECT_EQ(other.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(other.message().find("written by plan aaaa"), std::string::npos) << other.message();
-  EXPECT_NE(CheckResumable(*back, dir, "aaaa", 2, 8, "float32").message().find("--seed"), std::string::npos);
-  EXPECT_NE(CheckResumable(*back, dir, "aaaa", 2, 7, "float64").message().find("float64"), std::string::npos);
+  EXPECT_NE(other.message().find("field 'n_embd' is 16 but the plan's model has 32"), std::string::npos)
+      << other.message();
+  EXPECT_NE(CheckResumable(*back, dir, *model, 8, "float32", 8, 16).message().find("field 'seed'"), std::string::npos);
+  EXPECT_NE(CheckResumable(*back, dir, *model, 7, "float64", 8, 16).message().find("field 'dtype'"),
+            std::string::npos);
+  EXPECT_NE(CheckResumable(*back, dir, *model, 7, "float32", 12, 16).message().find("global_batch_size is 12"),
+            std::string::npos);
+  EXPECT_NE(CheckResumable(*back, dir, *model, 7, "float32", 8, 32).message().find("field 'seq_length'"),
+            std::string::npos);
   EXPECT_EQ(ReadManifest(CheckpointStepDir(root, 20)).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(ResolveResumeDir(root + "/nope").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(ResolveCheckpointDir(root + "/nope").status().code(), StatusCode::kNotFound);
+  // A version 1 manifest (per-rank files) is named as such.
+  const std::string old = root + "/old";
+  std::filesystem::create_directories(old);
+  std::ofstream(old + "/manifest.json") << R"({"format": "pipewright-checkpoint", "version": 1})";
+  Status v1 = ReadManifest(old).status();
+  EXPECT_NE(v1.message().find("field 'version' is 1"), std::string::npos) << v1.ToString();
   std::filesystem::remove_all(root);
+}
+
+// A layer file against its manifest entry: missing, truncated, corrupt (one
+// flipped byte), each named with the file and what was expected.
+TEST(Checkpoint, TruncatedOrCorruptFilesAreNamed) {
+  const std::string dir = ::testing::TempDir() + "/pw_ckpt_verify";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/block.0.safetensors";
+  std::string bytes(4099, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 3);
+  std::ofstream(path, std::ios::binary) << bytes;
+  StatusOr<std::string> digest = CheckpointFileDigest(path);
+  ASSERT_TRUE(digest.ok()) << digest.status().ToString();
+  EXPECT_EQ(digest->size(), 16u);
+  CheckpointFile entry{"block.0.safetensors", "block.0", 4099, *digest};
+  EXPECT_TRUE(VerifyCheckpointFile(dir, entry).ok());
+  // Truncated.
+  std::filesystem::resize_file(path, 1000);
+  Status truncated = VerifyCheckpointFile(dir, entry);
+  EXPECT_EQ(truncated.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(truncated.message(),
+            "checkpoint file " + path + " is truncated: 1000 bytes, the manifest says 4099") << truncated.message();
+  // Same size, one byte flipped.
+  bytes[2050] ^= 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  Status corrupt = VerifyCheckpointFile(dir, entry);
+  EXPECT_NE(corrupt.message().find("checkpoint file " + path + " is corrupt: its digest is "), std::string::npos)
+      << corrupt.message();
+  EXPECT_NE(corrupt.message().find("the manifest says " + *digest), std::string::npos) << corrupt.message();
+  std::filesystem::remove(path);
+  EXPECT_EQ(VerifyCheckpointFile(dir, entry).code(), StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(WaitBoard, TruncatesAndTerminates) {

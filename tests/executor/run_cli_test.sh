@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end: write a plan with pipewright plan, train 3 steps under
 # `mpirun -np 2 pipewright run`, then `pipewright generate` from the saved
-# stages; also `run` with the wrong -np must refuse before computing.
+# checkpoint (--save and --checkpoint-dir: one form); also `run` with the wrong -np must refuse before computing.
 # Usage: run_cli_test.sh <pipewright> <pipewright> <mpirun> (the first writes the plans)
 set -euo pipefail
 make_plan=$1 pipewright=$2 mpirun=$3
@@ -13,11 +13,16 @@ for i in $(seq 1 200); do echo "The quick brown fox jumps over the lazy dog $i."
   --micro-batch-size 2 -o "$work/plan.json"
 mpi=("$mpirun" --allow-run-as-root --oversubscribe)
 "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/plan.json" --data "$work/text.txt" --steps 3 \
-  --save "$work/ckpt" | tee "$work/out.txt"
+  --save "$work/ckpt" --checkpoint-dir "$work/root" | tee "$work/out.txt"
 grep -q "^step 3/3 | loss" "$work/out.txt"
 "$pipewright" generate --plan "$work/plan.json" --checkpoint "$work/ckpt" --tokens 20 --prompt "The " \
   | tee "$work/gen.txt"
 grep -q "^The " "$work/gen.txt"
+# One checkpoint form: --save DIR and --checkpoint-dir ROOT (its latest step)
+# hold the same model; generate needs no plan (the manifest has the model).
+"$pipewright" generate --checkpoint "$work/root" --tokens 20 --prompt "The " > "$work/gen_root.txt"
+cmp "$work/gen.txt" "$work/gen_root.txt" || { echo "FAIL: --save and --checkpoint-dir generate differently"; exit 1; }
+[ -f "$work/ckpt/manifest.json" ] && [ -f "$work/ckpt/block.1.safetensors" ] || { ls "$work/ckpt"; echo "FAIL: --save form"; exit 1; }
 if "${mpi[@]}" -np 3 "$pipewright" run --plan "$work/plan.json" --data "$work/text.txt" --steps 1 \
      > "$work/wrong.txt" 2>&1; then
   echo "FAIL: run with -np 3 on a pp_size=2 plan succeeded"; exit 1
@@ -71,15 +76,18 @@ expect_fail 2 "--warmup-steps -1" "${run2[@]}" --warmup-steps -1
 expect_fail 2 "--checkpoint-every -1" "${run2[@]}" --checkpoint-every -1
 expect_fail 2 "--log-every 0" "${run2[@]}" --log-every 0
 expect_fail 2 "--watchdog-s -1" "${run2[@]}" --watchdog-s -1
-# 3. generate: bad --tokens; a checkpoint of another plan names both.
+# 3. generate: bad --tokens; a plan of another model is refused naming the field.
 expect_fail 2 "--tokens -3" "$pipewright" generate --plan "$work/plan.json" --checkpoint "$work/ckpt" --tokens -3
 printf '{"n_layer": 4, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/model4.json"
 "$pipewright" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule zb-h1 --pp 2 --num-microbatches 3 --model-config "$work/model4.json" --seq-length 16 \
   --micro-batch-size 2 -o "$work/other.json" > /dev/null
-expect_fail 2 "checkpoint $work/ckpt does not match plan $work/other.json (stage " \
+expect_fail 2 "checkpoint $work/ckpt: field 'n_layer' is 2 but the plan's model has 4" \
   "$pipewright" generate --plan "$work/other.json" --checkpoint "$work/ckpt" --tokens 5
 # 4. A diverging run stops with an error naming the step, on every rank.
 expect_fail nonzero "non-finite loss" "${run2[@]}" --lr 1e30 --warmup-steps 0
 grep -q "at step [0-9]" "$work/fail.txt" || { cat "$work/fail.txt"; echo "FAIL: no step in the loss error"; exit 1; }
 if grep -q "^done:" "$work/fail.txt"; then cat "$work/fail.txt"; echo "FAIL: diverged run reported done"; exit 1; fi
+# A truncated layer file: generate names it.
+truncate -s -10 "$work/ckpt/head.safetensors"
+expect_fail 2 "checkpoint file $work/ckpt/head.safetensors is truncated" "$pipewright" generate --checkpoint "$work/ckpt"
 echo "OK"

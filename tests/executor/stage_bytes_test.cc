@@ -23,9 +23,8 @@ namespace pw::exec::testing {
 namespace {
 
 // What the executor builds of a shipped GPT-2-family config: untied head and
-// no dropout (the executor refuses the others; the parameter shapes are the
-// same, since the planner counts a tied head's replica on the last stage),
-// and at most `max_blocks` blocks (every block has the same shape).
+// no dropout (the executor refuses dropout), and at most `max_blocks`
+// blocks (every block has the same shape).
 nlohmann::json Buildable(nlohmann::json config, int max_blocks) {
   config["tie_word_embeddings"] = false;
   for (const char* p : {"attn_pdrop", "resid_pdrop", "embd_pdrop"}) config[p] = 0.0;
@@ -90,6 +89,14 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
                                  "max_position_embeddings": 32, "vocab_size": 512})"),
        2},
   };
+  // Tied LM heads: the planner counts the table once in the embedding's
+  // params and a replica in the head's held_params; the executor's head
+  // stage holds that replica (also when one stage holds both, P=1).
+  cases.push_back({"demo model, tied head", cases[0].config, 4});
+  cases.back().config["tie_word_embeddings"] = true;
+  cases.push_back({"demo model, tied head, one stage", cases.back().config, 1});
+  cases.push_back({"llama GQA, tied head", cases[2].config, 3});
+  cases.back().config["tie_word_embeddings"] = true;
   // Shipped GPT-2-family configs, at most 2 blocks each (the embedding and
   // head are full size). gpt3-175b is left out: its embedding alone is 617 M
   // parameters (2.5 GB in float32), too much for a unit test.
@@ -129,6 +136,12 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
         EXPECT_EQ(s.memory.static_bytes, real.bytes * 4) << c.name << ": stage " << s.index << " static bytes";
         worst = std::max(worst, std::abs(real.numel - planned_params));
       }
+      // Every stage together: the model's published count (a tied table
+      // once) plus, when tied, the head's one replica of V x h.
+      int64_t built_total = 0;
+      for (const StageParameterBytes& b : built) built_total += b.numel;
+      const ModelConfig& mc = *plan->model;
+      EXPECT_EQ(built_total, TotalParameters(mc) + (mc.tied ? mc.vocab * mc.hidden : 0)) << c.name;
       std::printf("%-40s fp%d P=%d: %d stages, worst |planned - built| parameters = %lld\n", c.name.c_str(),
                   bytes * 8, c.pp, plan->num_stages, static_cast<long long>(worst));
     }
