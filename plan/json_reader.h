@@ -98,7 +98,8 @@ class Reader {
   }
   // A short rendering of a value for errors (a whole sub-document is cut).
   static std::string Dump(const json& v) {
-    std::string d = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    // ASCII only (ensure_ascii): cutting it below cannot split a character.
+    std::string d = v.dump(-1, ' ', true, json::error_handler_t::replace);
     return d.size() > 80 ? d.substr(0, 77) + "..." : d;
   }
 
