@@ -83,6 +83,10 @@ class Reader {
     PW_RETURN_IF_ERROR(Get(obj, path, key, &v));
     if (!v->is_string()) return Error(Join(path, key), "expected a string, got " + Dump(*v));
     *out = v->get<std::string>();
+    // Names are printed (show's title, summaries): no terminal escapes.
+    for (char c : *out)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+        return Error(Join(path, key), "holds a control character, got " + Dump(*v));
     return Status::Ok();
   }
   // One of `choices`; the error lists them.

@@ -129,7 +129,7 @@ float BFloat16ToFloat(uint16_t bits) {
 
 int64_t TensorInfo::numel() const {
   // A zero dimension first: [2^62, 2^62, 0] is empty, and multiplying in
-  // file order would overflow (found by tests/fuzz/safetensors_fuzz). Other
+  // file order would overflow (found writing tests/fuzz/safetensors_fuzz). Other
   // shapes File::Open accepted span at most the file's bytes.
   for (int64_t d : shape)
     if (d == 0) return 0;

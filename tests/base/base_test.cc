@@ -27,7 +27,7 @@ TEST(EscapeForTerminal, KeepsTextNewlinesTabsAndUtf8) {
 TEST(EscapeForTerminal, EscapesControlBytesAndBrokenUtf8) {
   // ELF magic, an ANSI colour sequence, NUL, DEL, a lone continuation byte,
   // an overlong '/', a surrogate and a truncated 3-byte sequence at the end.
-  const std::string bytes = std::string("\x7F" "ELF\x02\x01\x1B[31m", 10) + std::string(1, '\0') +
+  const std::string bytes = std::string("\x7F" "ELF\x02\x01\x1B[31m", 11) + std::string(1, '\0') +
                             "\x80\xC0\xAF\xED\xA0\x80\xE2\x82";
   EXPECT_EQ(EscapeForTerminal(bytes), "\\x7FELF\\x02\\x01\\x1B[31m\\x00\\x80\\xC0\\xAF\\xED\\xA0\\x80\\xE2\\x82");
 }

@@ -173,7 +173,8 @@ TEST_F(SafetensorsTest, MalformedFilesNameTheFileAndField) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
-// Found by tests/fuzz/safetensors_fuzz: an empty tensor whose other
+// Found while writing tests/fuzz/safetensors_fuzz (its check of numel()
+// aborts under UBSan on this file): an empty tensor whose other
 // dimensions multiply past int64 (signed overflow in numel(), undefined
 // behaviour). It is a valid empty tensor: 0 elements, 0 bytes.
 TEST_F(SafetensorsTest, EmptyTensorWithHugeDimensionsHasZeroElements) {
