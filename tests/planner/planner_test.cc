@@ -277,7 +277,8 @@ TEST(Planner, OptionErrorsNameTheFlag) {
   EXPECT_EQ(*ParseBytes("80GB"), int64_t{80000000000});
 }
 
-// Found by tests/fuzz/flags_fuzz: sizes beyond int64 (1e30, inf) went
+// Found while writing tests/fuzz/flags_fuzz (its positive-size check):
+// sizes beyond int64 (1e30, inf) went
 // through llround to a negative limit; a size below one byte rounded to 0.
 TEST(ParseBytes, RefusesSizesBeyondInt64AndBelowOneByte) {
   for (const char* huge : {"1e30", "inf", "1e7TiB", "9.3e18"}) {
