@@ -20,6 +20,7 @@
 #include "executor/watchdog.h"
 #include "executor/plan_builder.h"
 #include "executor/preflight.h"
+#include "base/output_place.h"
 
 namespace pw::exec {
 
@@ -112,20 +113,13 @@ Status ValidateRunOptions(const RunOptions& o) {
   if (o.trace_step < -1 || o.trace_step >= o.steps)
     return bad("--trace-step", std::to_string(o.trace_step),
                "must be a 0-based step below --steps " + std::to_string(o.steps));
-  // Output places, checked before any training so that a typo does not cost
+  // Output places, checked by creating (and removing) a file there before
+  // any training, so that a typo, /proc or a read-only mount does not cost
   // the run (or leave some ranks' files behind).
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!o.trace_path.empty()) {
-    const fs::path parent = fs::path(o.trace_path).parent_path();
-    if (!parent.empty() && !fs::is_directory(parent, ec))
-      return bad("--trace", o.trace_path, "its directory '" + parent.string() + "' does not exist");
-    if (fs::is_directory(o.trace_path, ec)) return bad("--trace", o.trace_path, "is a directory, not a file");
-  }
+  if (!o.trace_path.empty()) PW_RETURN_IF_ERROR(CheckOutputFile("--trace", o.trace_path));
   for (const auto& [flag, dir] : {std::pair<const char*, const std::string&>{"--save", o.save_dir},
                                   {"--checkpoint-dir", o.checkpoint_dir}})
-    if (!dir.empty() && fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-      return bad(flag, dir, "exists and is not a directory");
+    if (!dir.empty()) PW_RETURN_IF_ERROR(CheckOutputDirectory(flag, dir));
   return Status::Ok();
 }
 

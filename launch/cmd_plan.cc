@@ -221,6 +221,16 @@ Status RunPlan(const PlanCommandOptions& c) {
   if (c.given.count("--num-devices")) return RunDeviceSplits(c, model, o, path);
 
   const auto t0 = std::chrono::steady_clock::now();
+  // A search that takes seconds (large m: each candidate simulates S*m
+  // actions) says what it is doing on stderr: after 2 s, then every 5 s.
+  double next_report_s = 2.0;
+  o.progress = [&t0, &next_report_s](int pp, int done, int family, int families, const std::string& name) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (elapsed < next_report_s) return;
+    next_report_s = elapsed + 5.0;
+    std::fprintf(stderr, "pipewright plan: searching P=%d: %s (schedule family %d of %d), %d candidates evaluated, %.0f s\n",
+                 pp, name.c_str(), family, families, done, elapsed);
+  };
   auto result = SearchPlans(model, o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!result.ok()) {

@@ -64,6 +64,11 @@ Status Run(const ScheduleOptions& o) {
     // Not rounded up: 0.5 activations is below one activation, not 1.
     const double limit = o.memory_limit * static_cast<double>(o.activation_bytes);
     limit_bytes = static_cast<int64_t>(std::floor(limit));
+    // Below one byte no order fits; say so instead of "over --memory-limit 0".
+    if (*limit_bytes < 1)
+      return Status::InvalidArgument("--memory-limit " + FormatNumber(o.memory_limit) + " activations x --activation-bytes " +
+                                     std::to_string(o.activation_bytes) + " = " + FormatNumber(limit) +
+                                     " bytes, below one byte: give at least one activation (or raise --activation-bytes)");
     req.memory_limit = limit;
   }
   // GenerateSchedule refuses an order over the limit (in bytes: --memory-limit

@@ -4,10 +4,14 @@
 
 #include "launch/commands.h"
 
+#include "base/printable.h"
+
 namespace pw::cli {
 
 void Fail(CommandContext& ctx, const std::string& command, const Status& status) {
-  std::fprintf(stderr, "pipewright %s: %s\n", command.c_str(), status.ToString().c_str());
+  // Messages quote file content: a binary file given by mistake must not
+  // write raw bytes or escape sequences to the terminal.
+  std::fprintf(stderr, "pipewright %s: %s\n", command.c_str(), EscapeForTerminal(status.ToString(), 1 << 20).c_str());
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound: ctx.exit_code = 2; break;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every pipewright test on a fresh Debian machine: installs what is
-# missing, builds (launch/setup.sh), then runs CTest (unit, mpi, browser).
+# missing, builds (launch/setup.sh), then runs CTest (unit, mpi, browser),
+# then the sanitizer job (launch/sanitize.sh).
 #   launch/test.sh [BUILD_DIR]
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,3 +15,6 @@ ctest --output-on-failure -j "$(nproc)" -LE mpi
 if ctest -N -L mpi | grep -q "Total Tests: [1-9]"; then
   ctest --output-on-failure -L mpi
 fi
+# The torch-free tests again under ASan + UBSan (clang-14), and every fuzz
+# target over its seed corpus (launch/sanitize.sh; ~4 min on 2 cores cold).
+"$repo/launch/sanitize.sh" "${build_dir}-sanitize"

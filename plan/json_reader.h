@@ -83,6 +83,10 @@ class Reader {
     PW_RETURN_IF_ERROR(Get(obj, path, key, &v));
     if (!v->is_string()) return Error(Join(path, key), "expected a string, got " + Dump(*v));
     *out = v->get<std::string>();
+    // Names are printed (show's title, summaries): no terminal escapes.
+    for (char c : *out)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+        return Error(Join(path, key), "holds a control character, got " + Dump(*v));
     return Status::Ok();
   }
   // One of `choices`; the error lists them.
@@ -98,7 +102,8 @@ class Reader {
   }
   // A short rendering of a value for errors (a whole sub-document is cut).
   static std::string Dump(const json& v) {
-    std::string d = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    // ASCII only (ensure_ascii): cutting it below cannot split a character.
+    std::string d = v.dump(-1, ' ', true, json::error_handler_t::replace);
     return d.size() > 80 ? d.substr(0, 77) + "..." : d;
   }
 

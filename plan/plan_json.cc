@@ -13,6 +13,7 @@
 
 #include <tuple>
 
+#include "base/json_text.h"
 #include "base/limits.h"
 #include "plan/model_section.h"
 
@@ -255,25 +256,9 @@ std::string RanksText(const std::vector<std::vector<Action>>& ranks) {
 
 StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
   Reader rd(source);
-  json doc;
-  bool too_deep = false;
-  try {
-    // Deeper values are dropped while parsing (and the file refused), so a
-    // hostile nesting never reaches the recursive copy, hash or destructor.
-    doc = json::parse(text, [&too_deep](int depth, json::parse_event_t event, json&) {
-      if (depth > limits::kMaxJsonDepth &&
-          (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)) {
-        too_deep = true;
-        return false;
-      }
-      return !too_deep || depth <= limits::kMaxJsonDepth;
-    });
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(source + ": not valid JSON (truncated or corrupt file?): " + e.what());
-  }
-  if (too_deep)
-    return Status::InvalidArgument(source + ": JSON nested deeper than the limit of " +
-                                   std::to_string(limits::kMaxJsonDepth) + " levels");
+  // Depth-limited (a hostile nesting never reaches the recursive copy, hash
+  // or destructor), never throws, and escapes binary bytes in its message.
+  PW_ASSIGN_OR_RETURN(json doc, ParseJsonText(text, source));
   if (!doc.is_object()) return rd.Error("(top level)", "expected a JSON object");
   Plan plan;
   const json* v;

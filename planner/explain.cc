@@ -47,7 +47,12 @@ StatusOr<int64_t> ParseBytes(const std::string& text, const std::string& flag) {
   if (mult == 0 || !(value > 0))
     return Status::InvalidArgument(flag + " '" + text +
                                    "': expected a positive size with unit B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB");
-  return static_cast<int64_t>(std::llround(value * mult));
+  // 1e30, inf: llround would return an unspecified value (a negative limit).
+  const double bytes = value * mult;
+  if (!(bytes < 0x1p62))
+    return Status::InvalidArgument(flag + " '" + text + "': above the largest size of 2^62 bytes (4 EiB)");
+  if (bytes < 0.5) return Status::InvalidArgument(flag + " '" + text + "': below one byte");
+  return static_cast<int64_t>(std::llround(bytes));
 }
 
 namespace {

@@ -163,7 +163,9 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
   result.capacity_bytes = capacity;
   result.reserve_bytes = reserve;
   std::vector<Candidate> all;
+  int family_index = 0;
   for (const ScheduleInfo& f : families) {
+    ++family_index;
     std::vector<int> vs;
     if (o.virtual_stages) {
       vs.push_back(*o.virtual_stages);
@@ -217,6 +219,8 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
             }
           }
           all.push_back(std::move(c));
+          if (o.progress)
+            o.progress(o.pp_size, static_cast<int>(all.size()), family_index, static_cast<int>(families.size()), f.name);
         }
   }
   // Rank: feasible by (step, max peak, search order); then rejected in search order.

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,6 +81,10 @@ struct PlannerOptions {
   // recompute) and name it in the error. When one fits: also report the
   // smallest feasible P and why P - 1 fails (SearchResult::min_pp).
   bool find_min_pp = true;
+  // Called after each candidate is evaluated (a search at P = `pp_size`):
+  // `done` candidates so far, of family `family` (1-based) of `families`.
+  // The CLI prints progress from it when a search takes seconds; unset = none.
+  std::function<void(int pp_size, int done, int family, int families, const std::string& name)> progress;
 };
 
 // What is being planned: a HF config (costs derived with `device`), or a

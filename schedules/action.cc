@@ -4,6 +4,8 @@
 #include <cctype>
 #include <limits>
 
+#include "base/printable.h"
+
 namespace pw {
 
 namespace {
@@ -37,7 +39,8 @@ StatusOr<Action> ParseAction(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
   auto bad = [&](const char* why) {
-    return Status::InvalidArgument("bad action '" + std::string(text) + "': " + why +
+    // The token is quoted escaped and cut: it may be a binary file's bytes.
+    return Status::InvalidArgument("bad action '" + EscapeForTerminal(std::string(text), 40) + "': " + why +
                                    " (expected <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><microbatch>, e.g. 2I0, "
                                    "or <stage>REDUCE_GRAD)");
   };

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
+
 #include "schedules/trace_format.h"
 
 namespace pw::viz {
@@ -51,12 +53,7 @@ bool LooksLikeTrace(const std::string& text) {
 }
 
 StatusOr<Timeline> ParseTrace(const std::string& text, const std::string& source, TraceInfo* info) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
-    return Status::InvalidArgument(source + ": not valid JSON (truncated or corrupt file?): " + e.what());
-  }
+  PW_ASSIGN_OR_RETURN(json doc, ParseJsonText(text, source));
   const json* events = nullptr;
   const json* other = nullptr;
   if (doc.is_array()) {

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "base/json_text.h"
+
 #ifndef PW_DEFAULT_MODELS_DIR
 #define PW_DEFAULT_MODELS_DIR "models"
 #endif
@@ -312,15 +314,7 @@ StatusOr<json> ReadJsonFile(const std::string& path) {
   if (!in) return Status::NotFound("cannot open '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  // nlohmann-json reports the position only through its exception; it is
-  // caught here and never crosses the module boundary.
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
-    return Status::InvalidArgument(path + ": " + e.what());
-  }
-  return j;
+  return ParseJsonText(ss.str(), path);
 }
 
 StatusOr<std::string> ResolveShippedFile(const std::string& name_or_path, const std::string& subdir,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/printable.h"
 #include "models/spec/model_config.h"
 
 namespace pw::models {
@@ -23,7 +24,9 @@ StatusOr<GptConfig> ParseGptConfig(const json& config, const std::string& source
   const auto type = config.find("model_type");
   const bool typed = type != config.end() && type->is_string();
   if (typed && *type != "gpt2")
-    return Status::InvalidArgument(source + ": model_type '" + type->get<std::string>() +
+    // Escaped: a JSON string may hold DEL and other bytes a terminal acts on
+    // (found by tests/fuzz/model_config_fuzz).
+    return Status::InvalidArgument(source + ": model_type '" + EscapeForTerminal(type->get<std::string>(), 64) +
                                    "' is not supported by the executor, which builds GPT-2-style models only "
                                    "(use a config with model_type \"gpt2\" or none)");
   // The sizes come from the planner's reader, read as GPT-2 (an untyped

@@ -50,6 +50,15 @@ refuse "big_number.json: not valid JSON" validate "$T/big_number.json"
 refuse "deep.json: JSON nested deeper than the limit of 64 levels" validate "$T/deep.json"
 refuse "not valid JSON" show "$T/big_number.json"
 refuse "big_number.json: .*number overflow parsing '1e400'" plan --model-config "$T/big_number.json" --device cpu-core --pp 2 --num-microbatches 2 -o "$T/x.json"
+# Deep nesting in a config, a device or a trace (every JSON reader, not only
+# plans): a config like this one crashed `plan` (stack overflow, exit 139).
+python3 -c "import sys; open(sys.argv[1], 'w').write('{\"n_layer\": ' + '[' * 200000 + ']' * 200000 + '}')" "$T/deep_config.json"
+refuse "deep_config.json: JSON nested deeper than the limit of 64 levels" plan --model-config "$T/deep_config.json" \
+  --device cpu-core --pp 2 --num-microbatches 2 -o "$T/x.json"
+refuse "deep_config.json: JSON nested deeper than the limit of 64 levels" plan --model-config gpt2 \
+  --device "$T/deep_config.json" --pp 2 --num-microbatches 2 -o "$T/x.json"
+python3 -c "import sys; open(sys.argv[1], 'w').write('{\"traceEvents\": ' + '[' * 200000 + ']' * 200000 + '}')" "$T/deep_trace.json"
+refuse "deep_trace.json: JSON nested deeper than the limit of 64 levels" show "$T/deep_trace.json"
 # Model sizes beyond any published model (2e9 layers would reserve ~112 GB;
 # 2^62 hidden overflows 4 x hidden).
 printf '{"model_type": "gpt2", "n_layer": 2000000000, "n_embd": 64, "n_head": 4, "n_positions": 32, "vocab_size": 256}' > "$T/layers.json"

@@ -76,9 +76,20 @@ for bad in nan,1,1 inf,1,1 1,-1,1; do
 done
 expect_fail "show --costs with B" 2 "expected F,I,W" "$pw" show "$tmp/show.csv" --costs 1,1,1,1
 # A fractional limit below one activation is not rounded up to fit.
-expect_fail "zb-auto --memory-limit 0.5" 3 "\-\-memory-limit 0.5" \
+expect_fail "zb-auto --memory-limit 0.5" 2 "\-\-memory-limit 0.5 activations x --activation-bytes 1 = 0.5 bytes, below one byte" \
   "$pw" schedule --schedule zb-auto --pp 4 --num-microbatches 8 --memory-limit 0.5 -o "$tmp/half.txt"
 check "zb-auto --memory-limit 0.5 writes nothing" test ! -e "$tmp/half.txt"
+# A binary file given as a plan or CSV: exit 2 naming the file, its bytes
+# escaped (\xHH), never written raw to the terminal.
+head -c 4096 "$pw" > "$tmp/binary.csv"
+printf '{\x89PNG\x1b[31mred\x00\x01' > "$tmp/binary.json"
+for f in binary.csv binary.json; do
+  for cmd in validate show; do
+    expect_fail "$cmd $f" 2 "$tmp/$f: .*\\\\x" "$pw" "$cmd" "$tmp/$f"
+    check "$cmd $f prints no control bytes" bash -c "! LC_ALL=C grep -q \$'[\\x01-\\x08\\x0b-\\x1f\\x7f]' '$tmp/err'"
+    check "$cmd $f prints no bytes above 0x7f" bash -c "! LC_ALL=C grep -q \$'[\\x80-\\xff]' '$tmp/err'"
+  done
+done
 # A plan with a negative or non-finite cost is refused when read, naming the field.
 "$pw" schedule --schedule 1f1b --pp 2 --num-microbatches 4 --format json -o "$tmp/cost.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['stages'][0]['cost_s']['F']=-1; json.dump(d,open(sys.argv[2],'w'))" \

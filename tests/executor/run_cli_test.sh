@@ -59,6 +59,14 @@ expect_fail 2 "--trace $work/nodir/t.json: its directory" "${run2[@]}" --trace "
 [ ! -e "$work/s1" ] || { echo "FAIL: --save written although --trace was refused"; exit 1; }
 grep -q "^step " "$work/fail.txt" && { echo "FAIL: trained before refusing --trace"; exit 1; }
 expect_fail 2 "--save $work/text.txt: exists and is not a directory" "${run2[@]}" --save "$work/text.txt"
+# Places where nothing can be created (issue 16: these trained every step,
+# or one, and then failed): refused before step 1.
+for place in "--save /proc/x" "--save /sys/x" "--trace /proc/t.json" "--trace /sys/t.json" \
+             "--checkpoint-dir /proc/x --checkpoint-every 1"; do
+  # shellcheck disable=SC2086
+  expect_fail 2 "${place%% --checkpoint-every*}: cannot create a" "${run2[@]}" $place
+  grep -q "^step " "$work/fail.txt" && { cat "$work/fail.txt"; echo "FAIL: trained before refusing $place"; exit 1; }
+done
 # Tokens are bytes: a plan whose model has vocab_size < 256 is refused up front.
 printf '{"n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 128, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' > "$work/v128.json"
 "$pipewright" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule 1f1b --pp 2 --num-microbatches 2 --model-config "$work/v128.json" --seq-length 16 \

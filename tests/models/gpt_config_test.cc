@@ -209,6 +209,11 @@ TEST(OneConfigReader, ExecutorRefusalsNameTheField) {
   json bert = base;
   bert["model_type"] = "bert";
   refused(bert, "x.json: model_type 'bert' is not supported by the executor");
+  // Found by tests/fuzz/model_config_fuzz: a DEL byte (legal unescaped in a
+  // JSON string) was quoted raw.
+  json del = base;
+  del["model_type"] = "b\x7Fos";
+  refused(del, "x.json: model_type 'b\\x7Fos' is not supported by the executor");
   auto m = ParseModelConfig(bert, "x.json");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("field 'model_type' is 'bert'"), std::string::npos) << m.status().message();

@@ -173,6 +173,27 @@ TEST_F(SafetensorsTest, MalformedFilesNameTheFileAndField) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// Found while writing tests/fuzz/safetensors_fuzz (its check of numel()
+// aborts under UBSan on this file): an empty tensor whose other
+// dimensions multiply past int64 (signed overflow in numel(), undefined
+// behaviour). It is a valid empty tensor: 0 elements, 0 bytes.
+TEST_F(SafetensorsTest, EmptyTensorWithHugeDimensionsHasZeroElements) {
+  const std::string p = Make("huge_empty.safetensors",
+                             R"({"e": {"dtype": "F32", "shape": [4611686018427387904, 4611686018427387904, 0],)"
+                             R"( "data_offsets": [0, 0]}})",
+                             "");
+  auto f = File::Open(p);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const TensorInfo* e = (*f)->Find("e");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->numel(), 0);
+  float none = 0;
+  EXPECT_TRUE((*f)->Read("e", &none, 0).ok());
+  // Deep nesting in the header is refused (ParseJsonText), not recursed into.
+  ExpectError(Make("deep.safetensors", std::string(10000, '[') + std::string(10000, ']'), ""),
+              {"header is not JSON", "nested deeper than the limit of 64 levels"});
+}
+
 std::vector<TensorData> SomeTensors() {
   std::vector<TensorData> v;
   for (int i = 0; i < 5; ++i) {

@@ -277,6 +277,23 @@ TEST(Planner, OptionErrorsNameTheFlag) {
   EXPECT_EQ(*ParseBytes("80GB"), int64_t{80000000000});
 }
 
+// Found while writing tests/fuzz/flags_fuzz (its positive-size check):
+// sizes beyond int64 (1e30, inf) went
+// through llround to a negative limit; a size below one byte rounded to 0.
+TEST(ParseBytes, RefusesSizesBeyondInt64AndBelowOneByte) {
+  for (const char* huge : {"1e30", "inf", "1e7TiB", "9.3e18"}) {
+    StatusOr<int64_t> b = ParseBytes(huge, "--memory-reserve");
+    ASSERT_FALSE(b.ok()) << huge << " gave " << *b;
+    EXPECT_NE(b.status().message().find("--memory-reserve '" + std::string(huge) + "': above the largest size of 2^62"),
+              std::string::npos)
+        << b.status().message();
+  }
+  StatusOr<int64_t> tiny = ParseBytes("0.1B");
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("below one byte"), std::string::npos) << tiny.status().message();
+  EXPECT_EQ(*ParseBytes("4TiB"), int64_t{4} << 40);
+}
+
 
 const Candidate* FindCandidate(const SearchResult& r, const std::string& schedule) {
   for (const Candidate& c : r.candidates)

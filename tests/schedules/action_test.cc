@@ -50,5 +50,17 @@ TEST(ActionTest, ReduceGradHasNoMicrobatch) {
             std::string::npos);
 }
 
+// A binary file read as a CSV (issue 16): the token is quoted escaped and
+// cut, so the terminal never receives its raw bytes.
+TEST(ActionTest, QuotesBinaryTokensEscapedAndCut) {
+  const std::string elf = std::string("\x7F" "ELF\x02\x01\x01\x1B[31m") + std::string(1000, '\xAA');
+  auto a = ParseAction(elf);
+  ASSERT_FALSE(a.ok());
+  const std::string& m = a.status().message();
+  EXPECT_EQ(m.rfind("bad action '\\x7FELF\\x02\\x01\\x01\\x1B[31m\\xAA", 0), 0u) << m;
+  EXPECT_NE(m.find("... (1012 bytes)'"), std::string::npos) << m;
+  for (char c : m) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7F)) << "raw byte " << int(static_cast<unsigned char>(c));
+}
+
 }  // namespace
 }  // namespace pw

@@ -68,6 +68,8 @@ TEST(PlanFile, ErrorsNameTheField) {
       {[](nlohmann::json& d) { d["version"] = 3; }, "version: this pipewright reads versions 1 and 2, the file is version 3"},
       {[](nlohmann::json& d) { d["dp_size"] = 0; }, "dp_size: must be >= 1"},
       {[](nlohmann::json& d) { d["ranks"][0]["actions"][0] = "1F0"; }, "stage 1 lives on rank 1"},
+      // `show` prints the schedule name: an escape sequence would reach the terminal.
+      {[](nlohmann::json& d) { d["schedule"] = "\x1b[31mred"; }, "schedule: holds a control character, got \"\\u001b[31mred\""},
   };
   for (auto& c : cases) {
     nlohmann::json d = doc;

@@ -1,0 +1,140 @@
+// base/: terminal escaping of file content, the one JSON text parser, and
+// the output-place checks run before training.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "base/json_text.h"
+#include "base/limits.h"
+#include "base/output_place.h"
+#include "base/printable.h"
+
+namespace pw {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(EscapeForTerminal, KeepsTextNewlinesTabsAndUtf8) {
+  EXPECT_EQ(EscapeForTerminal("row 1\tcol 2\nnext"), "row 1\tcol 2\nnext");
+  EXPECT_EQ(EscapeForTerminal("Zürich 東京 \xF0\x9F\x98\x80"), "Zürich 東京 \xF0\x9F\x98\x80");
+}
+
+TEST(EscapeForTerminal, EscapesControlBytesAndBrokenUtf8) {
+  // ELF magic, an ANSI colour sequence, NUL, DEL, a lone continuation byte,
+  // an overlong '/', a surrogate and a truncated 3-byte sequence at the end.
+  const std::string bytes = std::string("\x7F" "ELF\x02\x01\x1B[31m", 11) + std::string(1, '\0') +
+                            "\x80\xC0\xAF\xED\xA0\x80\xE2\x82";
+  EXPECT_EQ(EscapeForTerminal(bytes), "\\x7FELF\\x02\\x01\\x1B[31m\\x00\\x80\\xC0\\xAF\\xED\\xA0\\x80\\xE2\\x82");
+}
+
+TEST(EscapeForTerminal, CutsLongTextAndSaysHowLong) {
+  EXPECT_EQ(EscapeForTerminal(std::string(100, 'a'), 10), std::string(10, 'a') + "... (100 bytes)");
+  // A multi-byte character cut by the limit is escaped, never split raw.
+  EXPECT_EQ(EscapeForTerminal("ab\xC3\xBC", 3), "ab\\xC3... (4 bytes)");
+}
+
+TEST(ParseJsonText, ParsesAndRefusesWithThePlace) {
+  StatusOr<nlohmann::json> j = ParseJsonText(R"({"a": [1, 2.5, "x"]})", "f.json");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ((*j)["a"][1].get<double>(), 2.5);
+  StatusOr<nlohmann::json> bad = ParseJsonText("{\"a\": 1", "f.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message().rfind("f.json: not valid JSON (truncated or corrupt file?): ", 0), 0u)
+      << bad.status().message();
+}
+
+// Found reviewing the readers for tests/fuzz: configs, devices, traces and
+// safetensors headers were parsed without a depth limit, and a config nested
+// 200,000 deep crashed `plan` (the recursive copy into ModelConfig::raw
+// overflowed the stack).
+TEST(ParseJsonText, RefusesHugeNumbersAndDeepNestingWithoutThrowing) {
+  StatusOr<nlohmann::json> huge = ParseJsonText(R"({"version": 1e400})", "c.json");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("c.json: not valid JSON"), std::string::npos) << huge.status().message();
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  StatusOr<nlohmann::json> nested = ParseJsonText(deep, "c.json");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.status().message(), "c.json: JSON nested deeper than the limit of 64 levels");
+  const std::string at_limit = std::string(limits::kMaxJsonDepth, '[') + std::string(limits::kMaxJsonDepth, ']');
+  EXPECT_TRUE(ParseJsonText(at_limit, "c.json").ok());
+}
+
+TEST(ParseJsonText, EscapesBinaryBytesInTheParserMessage) {
+  StatusOr<nlohmann::json> bin = ParseJsonText(std::string("{\x89PNG\x1B[31m\x01", 9), "b.json");
+  ASSERT_FALSE(bin.ok());
+  const std::string& m = bin.status().message();
+  EXPECT_EQ(EscapeForTerminal(m, m.size()), m) << m;
+  EXPECT_NE(m.find("\\x89"), std::string::npos) << m;
+}
+
+class OutputPlace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("pw_output_place_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    fs::permissions(dir_, fs::perms::owner_all);
+    fs::remove_all(dir_);
+  }
+  // Names in dir_ (the probes must be gone).
+  size_t Entries() const { return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), {})); }
+  fs::path dir_;
+};
+
+TEST_F(OutputPlace, AcceptsWritablePlacesAndLeavesNothing) {
+  EXPECT_TRUE(CheckOutputFile("--trace", (dir_ / "t.json").string()).ok());
+  EXPECT_TRUE(CheckOutputDirectory("--save", dir_.string()).ok());
+  EXPECT_TRUE(CheckOutputDirectory("--save", (dir_ / "a/b/c").string()).ok());
+  EXPECT_EQ(Entries(), 0u);
+  EXPECT_FALSE(fs::exists(dir_ / "a"));
+}
+
+TEST_F(OutputPlace, RefusesProcSysAndMissingDirectoriesNamingTheFlag) {
+  // The issue's cases: these trained every step and then failed.
+  Status proc_save = CheckOutputDirectory("--save", "/proc/x");
+  ASSERT_FALSE(proc_save.ok());
+  EXPECT_EQ(proc_save.message().rfind("--save /proc/x: cannot create a directory in '/proc'", 0), 0u)
+      << proc_save.message();
+  EXPECT_FALSE(CheckOutputDirectory("--save", "/sys/x").ok());
+  EXPECT_FALSE(CheckOutputDirectory("--checkpoint-dir", "/proc/x").ok());
+  Status proc_trace = CheckOutputFile("--trace", "/proc/t.json");
+  ASSERT_FALSE(proc_trace.ok());
+  EXPECT_EQ(proc_trace.message().rfind("--trace /proc/t.json: cannot create a file in '/proc'", 0), 0u)
+      << proc_trace.message();
+  EXPECT_FALSE(CheckOutputFile("--trace", "/sys/t.json").ok());
+  Status missing = CheckOutputFile("--trace", (dir_ / "no/t.json").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("its directory '" + (dir_ / "no").string() + "' does not exist"), std::string::npos);
+}
+
+TEST_F(OutputPlace, RefusesFilesWhereDirectoriesGoAndTheReverse) {
+  std::ofstream(dir_ / "file") << "x";
+  Status st = CheckOutputDirectory("--save", (dir_ / "file").string());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("exists and is not a directory"), std::string::npos) << st.message();
+  Status below = CheckOutputDirectory("--save", (dir_ / "file/sub").string());
+  ASSERT_FALSE(below.ok());
+  EXPECT_NE(below.message().find("is not a directory"), std::string::npos) << below.message();
+  Status d = CheckOutputFile("--trace", dir_.string());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.message().find("is a directory, not a file"), std::string::npos) << d.message();
+}
+
+TEST_F(OutputPlace, RefusesAReadOnlyDirectory) {
+  if (geteuid() == 0) GTEST_SKIP() << "root writes into read-only directories; /proc and /sys cover it";
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec);
+  EXPECT_FALSE(CheckOutputFile("--trace", (dir_ / "t.json").string()).ok());
+  EXPECT_FALSE(CheckOutputDirectory("--save", dir_.string()).ok());
+  EXPECT_FALSE(CheckOutputDirectory("--save", (dir_ / "sub").string()).ok());
+}
+
+}  // namespace
+}  // namespace pw

@@ -1,0 +1,44 @@
+// Hugging Face config.json (models/spec/model_config.h ParseModelConfig, the
+// reader of `plan --model-config`) and the executor's reader built on it
+// (models/torch/gpt_config.h, torch-free): parse, then the layer list,
+// parameter count and footprints the planner computes, and the config.json
+// writer (`export`), whose output must read back as the same model.
+#include "base/json_text.h"
+#include "models/spec/footprint.h"
+#include "models/spec/hf_weights.h"
+#include "models/spec/model_config.h"
+#include "models/torch/gpt_config.h"
+#include "tests/fuzz/fuzz_util.h"
+
+using namespace pw;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  StatusOr<nlohmann::json> doc = ParseJsonText(fuzz::Text(data, size), "config.json");
+  if (!doc.ok()) {
+    fuzz::CheckPrintable(doc.status().message());
+    return 0;
+  }
+  StatusOr<models::GptConfig> gpt = models::ParseGptConfig(*doc, "config.json");
+  if (!gpt.ok()) fuzz::CheckPrintable(gpt.status().message());
+  StatusOr<ModelConfig> model = ParseModelConfig(*doc, "config.json");
+  if (!model.ok()) {
+    fuzz::CheckPrintable(model.status().message());
+    return 0;
+  }
+  StatusOr<ModelConfig> again = ParseModelConfig(HfConfigJson(*model), "written config.json");
+  fuzz::Check(again.ok(), "a written config.json does not read back", again.ok() ? "" : again.status().message());
+  Status same = CheckSameModel(*model, *again, "written config.json");
+  fuzz::Check(same.ok(), "config.json round trip changes the model", same.message());
+  (void)models::GptFromModel(*model, "config.json");
+  (void)TotalParameters(*model);
+  const std::vector<LayerSpec> layers = BuildLayerList(*model);
+  TrainingShape shape;
+  shape.seq_length = model->max_positions;
+  for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
+    shape.recompute = r;
+    // The first block stands for all: blocks are identical.
+    for (size_t k : {size_t{0}, size_t{1}, layers.size() - 1})
+      if (k < layers.size()) (void)ComputeFootprint(*model, layers[k], shape);
+  }
+  return 0;
+}
