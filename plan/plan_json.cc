@@ -336,6 +336,9 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "W", &st.cost.w));
     st.cost.b = -1;
     if (cost->contains("B")) PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "B", &st.cost.b));
+    st.cost.overlap_fb = -1;
+    if (cost->contains("F&B"))
+      PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "F&B", &st.cost.overlap_fb));
     const json* mem;
     std::string mpath = path + ".memory_bytes";
     PW_RETURN_IF_ERROR(rd.Get(js, path, "memory_bytes", &mem));
@@ -439,6 +442,7 @@ std::string PlanToJson(const Plan& plan) {
     js["cost_s"]["I"] = s.cost.i;
     js["cost_s"]["W"] = s.cost.w;
     if (s.cost.b >= 0) js["cost_s"]["B"] = s.cost.b;
+    if (s.cost.overlap_fb >= 0) js["cost_s"]["F&B"] = s.cost.overlap_fb;
     js["memory_bytes"]["static"] = s.memory.static_bytes;
     js["memory_bytes"]["activation"] = s.memory.activation;
     js["memory_bytes"]["wstash"] = s.memory.wstash;
