@@ -56,6 +56,12 @@ TEST(DualPipeV, BubbleMatchesReadmeClosedForm) {
         worst = std::max(worst, std::fabs(got - closed));
         EXPECT_NEAR(got, closed, 1e-9) << "P=" << P << " m=" << m << " F&B=" << fb;
         ++shapes;
+        if (fb == 3.0 && m == 4 * P + 3) {  // peak activations (stage units, M_W = M_B): reported, not asserted
+          int64_t peak = 0;
+          for (const RankResult& rr : pl->sim.per_rank) peak = std::max(peak, rr.peak_memory_bytes - rr.start_memory_bytes);
+          std::printf("dualpipev P=%d m=%d: makespan %.0f, max idle %.0f (closed form %.0f), peak %lld stage activations\n",
+                      P, m, pl->sim.makespan_s, got, closed, static_cast<long long>(peak));
+        }
       }
   }
   std::printf("dualpipev: %d shapes (P 2..8, m >= 2P, F&B in {3, 2.5, 2}), worst |bubble - (P-1)(F&B+B-3W)| = %.3g\n",
