@@ -229,10 +229,14 @@ std::string RanksText(const std::vector<std::vector<Action>>& ranks) {
       for (size_t i = 0; i < ranks[r].size(); ++i) {
         const Action& a = ranks[r][i];
         out += "        \"";
-        out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.stage)));
-        out += ActionTypeName(a.type);
-        if (!IsReduceGrad(a.type))  // "<stage>REDUCE_GRAD" has no microbatch (Action::ToString)
-          out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
+        if (IsOverlap(a.type)) {  // "(0F7;7B3)OVERLAP_F_B" (Action::ToString)
+          out += a.ToString();
+        } else {
+          out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.stage)));
+          out += ActionTypeName(a.type);
+          if (!IsReduceGrad(a.type))  // "<stage>REDUCE_GRAD" has no microbatch (Action::ToString)
+            out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
+        }
         out += i + 1 < ranks[r].size() ? "\",\n" : "\"\n";
       }
       out += "      ]";

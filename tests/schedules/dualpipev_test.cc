@@ -28,7 +28,9 @@ TEST(OverlapAction, RoundTripsPyTorchString) {
                         "(0F7;7B3)", "(0F7;7B3)OVERLAP_F_Bx", "(0F7;7B)OVERLAP_F_B", "(0F7;;7B3)OVERLAP_F_B"}) {
     auto bad = ParseAction(s);
     EXPECT_FALSE(bad.ok()) << "'" << s << "' parsed as " << (bad.ok() ? bad->ToString() : "");
-    if (!bad.ok()) EXPECT_NE(bad.status().message().find("OVERLAP_F_B"), std::string::npos) << s;
+    if (!bad.ok()) {
+      EXPECT_NE(bad.status().message().find("OVERLAP_F_B"), std::string::npos) << s;
+    }
   }
 }
 
