@@ -17,7 +17,13 @@ struct StageCost {
   // Data-parallel gradient reduction of the stage once per step (REDUCE_GRAD):
   // all-reduce, or reduce-scatter + all-gather with ZeRO-1; 0 when dp_size 1.
   double reduce_grad = 0.0;
+  // "F&B" of DualPipe (DeepSeek-V3 report, Table 2): one overlapped pair
+  // (OVERLAP_F_B) whose F half is this stage's forward and whose B half is
+  // the full backward of another stage `other` of the same rank; < 0 means
+  // no overlap gain, f + other.B(). Plan files give it as cost_s "F&B".
+  double overlap_fb = -1.0;
   double B() const { return b >= 0 ? b : i + w; }
+  double OverlapFB(const StageCost& other) const { return overlap_fb >= 0 ? overlap_fb : f + other.B(); }
 };
 
 // Memory of one stage, in bytes (docs/PLAN_FORMAT.md rule 7).

@@ -77,8 +77,8 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
   };
   // Waits for the receive that feeds compute `a` when its producer stage
   // lives on another rank; no-op for local inputs (data, loss, same rank).
-  auto wait_input = [&](size_t index, ActionType recv_type, int producer_stage) -> Status {
-    const Action& a = actions[index];
+  auto wait_input = [&](size_t index, ActionType recv_type, int producer_stage,
+                        const Action& a) -> Status {  // a: the compute (or the pair's half) it feeds
     if (producer_stage < 0 || producer_stage > last_stage || s2r[producer_stage] == rank) return Status::Ok();
     auto it = recvs.find({static_cast<int>(recv_type), a.stage, a.microbatch});
     if (it == recvs.end())
@@ -142,8 +142,9 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
       case ActionType::kB:
       case ActionType::kI:
       case ActionType::kW: {
-        if (a.type == ActionType::kF) st = wait_input(i, ActionType::kRecvF, a.stage - 1);
-        if (a.type == ActionType::kB || a.type == ActionType::kI) st = wait_input(i, ActionType::kRecvB, a.stage + 1);
+        if (a.type == ActionType::kF) st = wait_input(i, ActionType::kRecvF, a.stage - 1, a);
+        if (a.type == ActionType::kB || a.type == ActionType::kI)
+          st = wait_input(i, ActionType::kRecvB, a.stage + 1, a);
         if (!st.ok()) return fail(i, st);
         const Clock::time_point c0 = Clock::now();
         if (a.type == ActionType::kF) st = backend.Forward(a.stage, a.microbatch);
@@ -156,6 +157,24 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         if (!st.ok()) break;
         // Outside any batch (batches are runs of SEND/RECV): every send in
         // flight has its request id (NCCL: its completion event) by now.
+        PW_RETURN_IF_ERROR(poll_sends());
+        break;
+      }
+      case ActionType::kOverlapFB: {
+        // The pair runs as its F half, then its B half (a backend may fuse
+        // them later to overlap one half's compute with the other's
+        // communication); its time is the pair's.
+        const Action f = ForwardHalf(a), b = BackwardHalf(a);
+        st = wait_input(i, ActionType::kRecvF, f.stage - 1, f);
+        if (st.ok()) st = wait_input(i, ActionType::kRecvB, b.stage + 1, b);
+        if (!st.ok()) return fail(i, st);
+        const Clock::time_point c0 = Clock::now();
+        st = backend.Forward(f.stage, f.microbatch);
+        if (st.ok()) st = backend.Backward(b.stage, b.microbatch, /*input_only=*/false);
+        const Clock::time_point c1 = Clock::now();
+        timing.busy_s += Seconds(c0, c1);
+        mark(i, c0, c1);
+        if (!st.ok()) break;
         PW_RETURN_IF_ERROR(poll_sends());
         break;
       }

@@ -238,10 +238,14 @@ std::string RanksText(const std::vector<std::vector<Action>>& ranks) {
       for (size_t i = 0; i < ranks[r].size(); ++i) {
         const Action& a = ranks[r][i];
         out += "        \"";
-        out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.stage)));
-        out += ActionTypeName(a.type);
-        if (!IsReduceGrad(a.type))  // "<stage>REDUCE_GRAD" has no microbatch (Action::ToString)
-          out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
+        if (IsOverlap(a.type)) {  // "(0F7;7B3)OVERLAP_F_B" (Action::ToString)
+          out += a.ToString();
+        } else {
+          out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.stage)));
+          out += ActionTypeName(a.type);
+          if (!IsReduceGrad(a.type))  // "<stage>REDUCE_GRAD" has no microbatch (Action::ToString)
+            out.append(number, static_cast<size_t>(std::snprintf(number, sizeof number, "%d", a.microbatch)));
+        }
         out += i + 1 < ranks[r].size() ? "\",\n" : "\"\n";
       }
       out += "      ]";
@@ -331,6 +335,9 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     if (cost->contains("B")) PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "B", &st.cost.b));
     if (cost->contains("REDUCE_GRAD"))
       PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "REDUCE_GRAD", &st.cost.reduce_grad));
+    st.cost.overlap_fb = -1;
+    if (cost->contains("F&B"))
+      PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "F&B", &st.cost.overlap_fb));
     const json* mem;
     std::string mpath = path + ".memory_bytes";
     PW_RETURN_IF_ERROR(rd.Get(js, path, "memory_bytes", &mem));
@@ -437,6 +444,7 @@ std::string PlanToJson(const Plan& plan) {
     js["cost_s"]["W"] = s.cost.w;
     if (s.cost.b >= 0) js["cost_s"]["B"] = s.cost.b;
     if (plan.dp_size > 1) js["cost_s"]["REDUCE_GRAD"] = s.cost.reduce_grad;
+    if (s.cost.overlap_fb >= 0) js["cost_s"]["F&B"] = s.cost.overlap_fb;
     js["memory_bytes"]["static"] = s.memory.static_bytes;
     js["memory_bytes"]["activation"] = s.memory.activation;
     js["memory_bytes"]["wstash"] = s.memory.wstash;

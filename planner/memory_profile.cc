@@ -18,14 +18,18 @@ MemoryProfile::MemoryProfile(const Program& program) {
     auto local = [&](int stage) {
       return static_cast<size_t>(std::lower_bound(stages_[r].begin(), stages_[r].end(), stage) - stages_[r].begin());
     };
-    for (const Action& a : program.ranks[r]) {
-      if (!IsCompute(a.type)) continue;
-      // The walk in counts: the rule's change for one byte of activation
-      // (x) and one byte of weight stash (y).
-      Point& p = held[local(a.stage)];
-      p.x += static_cast<int>(MemoryDelta(a.type, StageMemory{0, 1, 0, 0, 0}));
-      p.y += static_cast<int>(MemoryDelta(a.type, StageMemory{0, 0, 1, 0, 0}));
-      if (a.type == ActionType::kF || a.type == ActionType::kI) walk_[r].push_back(held);  // only rises matter
+    for (const Action& whole : program.ranks[r]) {
+      if (!IsCompute(whole.type)) continue;
+      // An OVERLAP_F_B walks as its F half, then its B half.
+      for (int h = 0; h < (IsOverlap(whole.type) ? 2 : 1); ++h) {
+        const Action a = h == 0 ? ForwardHalf(whole) : BackwardHalf(whole);
+        // The walk in counts: the rule's change for one byte of activation
+        // (x) and one byte of weight stash (y).
+        Point& p = held[local(a.stage)];
+        p.x += static_cast<int>(MemoryDelta(a.type, StageMemory{0, 1, 0, 0, 0}));
+        p.y += static_cast<int>(MemoryDelta(a.type, StageMemory{0, 0, 1, 0, 0}));
+        if (a.type == ActionType::kF || a.type == ActionType::kI) walk_[r].push_back(held);  // only rises matter
+      }
     }
     for (size_t k = 0; k < v; ++k) {
       std::vector<Point> pts;

@@ -61,6 +61,11 @@ const std::vector<Entry>& Registry() {
         true},
        GenerateInterleavedZB,
        {"interleavedzb", "interleavedzerobubble"}},
+      {{"dualpipev", "DualPipeV", Placement::kV, 2, 2, 2, true,
+        "DeepSeek-V3 report (arXiv 2412.19437) §3.2.1 DualPipe, cut in half as deepseek-ai/DualPipe dualpipev.py "
+        "(PyTorch ScheduleDualPipeV)"},
+       GenerateDualPipeV,
+       {"dualpipev"}},
   };
   return registry;
 }

@@ -180,6 +180,60 @@ class Engine {
     }
   }
 
+  // When the input of F(s, mb) on rank r is there: kReady with *ready
+  // raised to it, kBlocked (r registered as waiting), or kError with *err.
+  enum Input { kReady, kBlocked, kError };
+  Input ForwardInput(int r, int s, int mb, double* ready, Status* err) {
+    if (f_end_[Key(s, mb)] != kNotDone) {
+      *err = Error(r, "forward " + MakeAction(s, ActionType::kF, mb).ToString() + " computed twice");
+      return kError;
+    }
+    if (s == 0) return kReady;
+    if (RankOf(s - 1) == r) {
+      if (f_end_[Key(s - 1, mb)] == kNotDone) {
+        *err = Error(r, "needs " + MakeAction(s - 1, ActionType::kF, mb).ToString() +
+                            " of the same rank, which has not run before it");
+        return kError;
+      }
+      *ready = std::max(*ready, f_end_[Key(s - 1, mb)]);
+      return kReady;
+    }
+    double arrival = 0;
+    if (!Incoming(r, s, mb, kFwd, &arrival, err)) return kBlocked;
+    if (!err->ok()) return kError;
+    *ready = std::max(*ready, arrival);
+    return kReady;
+  }
+
+  // The same for the input gradient of a backward (B or I) of (s, mb).
+  Input BackwardInput(int r, int s, int mb, double* ready, Status* err) {
+    const size_t k = Key(s, mb);
+    if (bwd_end_[k] != kNotDone) {
+      *err = Error(r, "input-gradient backward of stage " + std::to_string(s) + " microbatch " +
+                          std::to_string(mb) + " computed twice");
+      return kError;
+    }
+    if (f_end_[k] == kNotDone) {
+      *err = Error(r, "backward before its forward " + MakeAction(s, ActionType::kF, mb).ToString());
+      return kError;
+    }
+    if (s + 1 >= p_.num_stages) return kReady;
+    if (RankOf(s + 1) == r) {
+      if (bwd_end_[Key(s + 1, mb)] == kNotDone) {
+        *err = Error(r, "needs the input gradient of stage " + std::to_string(s + 1) + " microbatch " +
+                            std::to_string(mb) + " (same rank), which has not been computed before it");
+        return kError;
+      }
+      *ready = std::max(*ready, bwd_end_[Key(s + 1, mb)]);
+      return kReady;
+    }
+    double arrival = 0;
+    if (!Incoming(r, s, mb, kBwd, &arrival, err)) return kBlocked;
+    if (!err->ok()) return kError;
+    *ready = std::max(*ready, arrival);
+    return kReady;
+  }
+
   Status Advance(int r, std::deque<int>* work) {
     const auto& list = p_.ranks[r];
     blocked_[r].active = false;
@@ -227,22 +281,11 @@ class Engine {
           break;
         }
         case ActionType::kF: {
-          if (f_end_[k] != kNotDone) return Error(r, "forward computed twice");
           double ready = free_[r];
-          if (s > 0) {
-            if (RankOf(s - 1) == r) {
-              if (f_end_[Key(s - 1, mb)] == kNotDone)
-                return Error(r, "needs " + MakeAction(s - 1, ActionType::kF, mb).ToString() +
-                                    " of the same rank, which has not run before it");
-              ready = std::max(ready, f_end_[Key(s - 1, mb)]);
-            } else {
-              double arrival = 0;
-              Status err;
-              if (!Incoming(r, s, mb, kFwd, &arrival, &err)) return Status::Ok();
-              if (!err.ok()) return err;
-              ready = std::max(ready, arrival);
-            }
-          }
+          Status err;
+          const Input in = ForwardInput(r, s, mb, &ready, &err);
+          if (in == kBlocked) return Status::Ok();
+          if (in == kError) return err;
           double end = ready + c_.stages[s].f;
           Compute(r, t, ready, end, MemoryDelta(a.type, c_.memory[s]));
           f_end_[k] = end;
@@ -252,29 +295,38 @@ class Engine {
         case ActionType::kB:
         case ActionType::kI: {
           bool full = a.type == ActionType::kB;
-          if (bwd_end_[k] != kNotDone) return Error(r, "input-gradient backward computed twice");
-          if (f_end_[k] == kNotDone)
-            return Error(r, "backward before its forward " + MakeAction(s, ActionType::kF, mb).ToString());
           double ready = free_[r];
-          if (s + 1 < p_.num_stages) {
-            if (RankOf(s + 1) == r) {
-              if (bwd_end_[Key(s + 1, mb)] == kNotDone)
-                return Error(r, "needs the input gradient of stage " + std::to_string(s + 1) + " microbatch " +
-                                    std::to_string(mb) + " (same rank), which has not been computed before it");
-              ready = std::max(ready, bwd_end_[Key(s + 1, mb)]);
-            } else {
-              double arrival = 0;
-              Status err;
-              if (!Incoming(r, s, mb, kBwd, &arrival, &err)) return Status::Ok();
-              if (!err.ok()) return err;
-              ready = std::max(ready, arrival);
-            }
-          }
+          Status err;
+          const Input in = BackwardInput(r, s, mb, &ready, &err);
+          if (in == kBlocked) return Status::Ok();
+          if (in == kError) return err;
           double end = ready + (full ? c_.stages[s].B() : c_.stages[s].i);
           Compute(r, t, ready, end, MemoryDelta(a.type, c_.memory[s]));
           bwd_end_[k] = end;
           i_done_[k] = !full;
           if (!lowered_ && s > 0 && RankOf(s - 1) != r) WakeProducer(s, mb, kBwd, work);
+          break;
+        }
+        case ActionType::kOverlapFB: {
+          // One step of StageCost::OverlapFB seconds that starts when the
+          // inputs of both halves are there; both outputs appear at its end.
+          const int bs = a.b_stage, bmb = a.b_microbatch;
+          double ready = free_[r];
+          Status err;
+          Input in = ForwardInput(r, s, mb, &ready, &err);
+          if (in == kBlocked) return Status::Ok();
+          if (in == kError) return err;
+          in = BackwardInput(r, bs, bmb, &ready, &err);
+          if (in == kBlocked) return Status::Ok();
+          if (in == kError) return err;
+          const double end = ready + c_.stages[s].OverlapFB(c_.stages[bs]);
+          Compute(r, t, ready, end,
+                  MemoryDelta(ActionType::kF, c_.memory[s]) + MemoryDelta(ActionType::kB, c_.memory[bs]));
+          f_end_[k] = end;
+          bwd_end_[Key(bs, bmb)] = end;
+          i_done_[Key(bs, bmb)] = false;
+          if (!lowered_ && s + 1 < p_.num_stages && RankOf(s + 1) != r) WakeProducer(s, mb, kFwd, work);
+          if (!lowered_ && bs > 0 && RankOf(bs - 1) != r) WakeProducer(bs, bmb, kBwd, work);
           break;
         }
         case ActionType::kW: {

@@ -22,11 +22,16 @@ Status ValidateComputeOrder(const Program& p) {
   std::vector<int> nf(sm, 0), nb(sm, 0), ni(sm, 0), nw(sm, 0);
   for (int r = 0; r < p.pp_size; ++r) {
     for (size_t i = 0; i < p.ranks[r].size(); ++i) {
-      const Action& a = p.ranks[r][i];
-      if (!IsCompute(a.type)) continue;
+      const Action& whole = p.ranks[r][i];
+      if (!IsCompute(whole.type)) continue;
+      // An OVERLAP_F_B counts as its F half, then its B half.
+      const int halves = IsOverlap(whole.type) ? 2 : 1;
+      for (int h = 0; h < halves; ++h) {
+      const Action a = h == 0 ? ForwardHalf(whole) : BackwardHalf(whole);
+      const std::string half = halves == 1 ? "" : h == 0 ? "its F half: " : "its B half: ";
       size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
       auto fail = [&](const std::string& why) {
-        return Status::InvalidArgument(Where(p, r, i) + ": " + why + "\n" + FormatGrid(p, {{r, int(i)}}));
+        return Status::InvalidArgument(Where(p, r, i) + ": " + half + why + "\n" + FormatGrid(p, {{r, int(i)}}));
       };
       switch (a.type) {
         case ActionType::kF:
@@ -48,6 +53,7 @@ Status ValidateComputeOrder(const Program& p) {
           break;
         default:
           break;
+      }
       }
     }
   }
@@ -85,14 +91,16 @@ Status ValidateReduceGrad(const Program& p, bool require_all) {
           return fail("a second REDUCE_GRAD of stage " + std::to_string(a.stage) + " (the first is action " +
                       std::to_string(reduce_at[a.stage]) + ")");
         reduce_at[a.stage] = at;
-      } else if (a.type == ActionType::kB || a.type == ActionType::kI || a.type == ActionType::kW) {
-        if (reduce_at[a.stage] >= 0)
+      } else if (a.type == ActionType::kB || a.type == ActionType::kI || a.type == ActionType::kW ||
+                 IsOverlap(a.type)) {
+        const int stage = IsOverlap(a.type) ? a.b_stage : a.stage;  // the pair's backward is its B half
+        if (reduce_at[stage] >= 0)
           return Status::InvalidArgument(
-              Where(p, r, static_cast<size_t>(reduce_at[a.stage])) + ": the gradient reduction of stage " +
-              std::to_string(a.stage) + " comes before its backward '" + a.ToString() + "' (action " +
+              Where(p, r, static_cast<size_t>(reduce_at[stage])) + ": the gradient reduction of stage " +
+              std::to_string(stage) + " comes before its backward '" + a.ToString() + "' (action " +
               std::to_string(i) + "); it must follow the stage's last B/W\n" +
-              FormatGrid(p, {{r, reduce_at[a.stage]}, {r, at}}));
-        last_bwd[a.stage] = at;
+              FormatGrid(p, {{r, reduce_at[stage]}, {r, at}}));
+        last_bwd[stage] = at;
       }
     }
   if (p.dp_size > 1 && require_all)

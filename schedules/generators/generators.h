@@ -24,6 +24,7 @@ StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req);          // zb_aut
 StatusOr<Program> GenerateVHalf(const ScheduleRequest& req);           // v_half.cc
 StatusOr<Program> GenerateVMin(const ScheduleRequest& req);            // v_min.cc
 StatusOr<Program> GenerateInterleavedZB(const ScheduleRequest& req);   // interleaved_zb.cc
+StatusOr<Program> GenerateDualPipeV(const ScheduleRequest& req);       // dualpipev.cc
 
 // The zero-bubble greedy of ZB paper §3.1 (zb_auto.cc), shared by zb-auto
 // (loop placement, v = 1) and zb-v (V placement, v = 2): searches its flag

@@ -18,7 +18,7 @@ expect_fail() {  # expect_fail NAME CODE PATTERN CMD...
   else fail=$((fail + 1)); echo "FAILED: $name (rc=$rc, want $code and '$pattern')"; cat "$tmp/err"; fi
 }
 
-for s in gpipe 1f1b interleaved-1f1b looped-bfs zb-h1 zb-h2 zb-v zb-auto v-half v-min; do
+for s in gpipe 1f1b interleaved-1f1b looped-bfs zb-h1 zb-h2 zb-v zb-auto v-half v-min dualpipev; do
   "$pw" schedule --schedule "$s" --pp 4 --num-microbatches 8 --format json -o "$tmp/$s.json"
   check "$s writes a plan" test -s "$tmp/$s.json"
   check "$s plan validates" "$pw" validate --strict "$tmp/$s.json" >/dev/null

@@ -51,9 +51,14 @@ TEST_P(PropertySweep, EveryShapeIsValidAndComplete) {
         // Each (stage, microbatch) computed exactly once: count F and backward.
         std::map<std::pair<int, int>, int> f, bwd;
         for (const auto& list : compute->ranks)
-          for (const Action& a : list) {
-            if (a.type == ActionType::kF) f[{a.stage, a.microbatch}]++;
-            if (IsInputBackward(a.type)) bwd[{a.stage, a.microbatch}]++;
+          for (const Action& whole : list) {
+            const std::vector<Action> parts = IsOverlap(whole.type)  // both halves of a pair
+                                                  ? std::vector<Action>{ForwardHalf(whole), BackwardHalf(whole)}
+                                                  : std::vector<Action>{whole};
+            for (const Action& a : parts) {
+              if (a.type == ActionType::kF) f[{a.stage, a.microbatch}]++;
+              if (IsInputBackward(a.type)) bwd[{a.stage, a.microbatch}]++;
+            }
           }
         ASSERT_EQ(static_cast<int>(f.size()), compute->num_stages * m) << ctx;
         ASSERT_EQ(static_cast<int>(bwd.size()), compute->num_stages * m) << ctx;
