@@ -457,7 +457,7 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   }
   if (run.printer && plan->dp_size == 1)
     std::fprintf(out,
-                 "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes of %s (%s order), %d "
+                 "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes: %s (%s order), %d "
                  "steps\n",
                  plan->schedule.c_str(), plan->pp_size, plan->num_stages, plan->num_microbatches, shape->batch_rows,
                  shape->seq_length, static_cast<long long>(data->num_bytes()), data->description().c_str(),
@@ -465,7 +465,7 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   if (run.printer && plan->dp_size > 1)
     std::fprintf(out,
                  "pipewright run: %s, P=%d x D=%d replicas (%d ranks), %d stages, m=%d, global batch %d x %d "
-                 "tokens (%d rows per replica)%s, %lld bytes of %s (%s order), %d steps\n",
+                 "tokens (%d rows per replica)%s, %lld bytes: %s (%s order), %d steps\n",
                  plan->schedule.c_str(), plan->pp_size, plan->dp_size, comm.size(), plan->num_stages,
                  plan->num_microbatches, shape->batch_rows * plan->dp_size, shape->seq_length, shape->batch_rows,
                  engine->distributed_optimizer() ? ", ZeRO-1 AdamW" : "", static_cast<long long>(data->num_bytes()),

@@ -58,7 +58,13 @@ expect_fail() {  # expect_fail PATTERN CMD...: exit 2 within 60 s, PATTERN in th
 # 3. Refusals before any compute.
 expect_fail "--tokenizer $work/spm.model has a vocabulary of 40 pieces but the plan's model.vocab_size is 256" \
   "${mpi[@]}" "$pipewright" run --plan "$work/p256.json" --data "$work/text.txt" --tokenizer "$work/spm.model" --steps 1
-expect_fail "--tokenizer $work/spm.model has a vocabulary of 40 pieces but the plan's model.vocab_size is 256" \
+# generate: the tokenizer against the checkpoint's model (a byte-vocabulary
+# checkpoint), and --plan against the checkpoint.
+"${mpi[@]}" "$pipewright" run --plan "$work/p256.json" --data "$work/text.txt" --steps 1 --save "$work/ckpt256" \
+  > /dev/null
+expect_fail "--tokenizer $work/spm.model has a vocabulary of 40 pieces but the checkpoint's model.vocab_size is 256" \
+  "$pipewright" generate --checkpoint "$work/ckpt256" --tokenizer "$work/spm.model"
+expect_fail "field 'vocab_size' is 40 but the plan's model has 256" \
   "$pipewright" generate --plan "$work/p256.json" --checkpoint "$work/ckpt" --tokenizer "$work/spm.model"
 python3 -c "
 import struct, sys
