@@ -223,14 +223,19 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
             o.progress(o.pp_size, static_cast<int>(all.size()), family_index, static_cast<int>(families.size()), f.name);
         }
   }
-  // Rank: feasible by (step, max peak, search order); then rejected in search order.
+  // Rank: feasible by (step, max peak, search order); then rejected in search
+  // order. Steps are compared in whole nanoseconds: candidates whose
+  // simulated steps differ only by floating-point rounding (e.g. the same
+  // steady state reached by interleaved 1F1B and interleaved ZB) tie, and the
+  // one with more memory headroom wins.
+  auto step_ns = [](const Candidate& c) { return std::llround(c.step_s * 1e9); };
   std::vector<size_t> order(all.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const Candidate &x = all[a], &y = all[b];
     if (x.feasible != y.feasible) return x.feasible;
     if (!x.feasible) return false;
-    if (x.step_s != y.step_s) return x.step_s < y.step_s;
+    if (step_ns(x) != step_ns(y)) return step_ns(x) < step_ns(y);
     return x.max_peak_bytes < y.max_peak_bytes;
   });
   for (size_t k : order) result.candidates.push_back(std::move(all[k]));

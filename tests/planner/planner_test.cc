@@ -236,19 +236,30 @@ TEST(Planner, EveryCandidateIsRankedOrExplained) {
   o.find_min_pp = false;
   auto r = EvaluateCandidates(m, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  double prev = 0;
+  // Ranked by the step in whole nanoseconds, then by peak memory: steps that
+  // differ only by rounding tie and the candidate with more headroom wins.
+  long long prev_ns = 0;
+  int64_t prev_peak = 0;
+  int ties = 0;
   bool seen_rejected = false;
   for (const Candidate& c : r->candidates) {
     if (c.feasible) {
       EXPECT_FALSE(seen_rejected) << "feasible rows come first";
-      EXPECT_GE(c.step_s, prev);
-      prev = c.step_s;
+      const long long ns = std::llround(c.step_s * 1e9);
+      EXPECT_GE(ns, prev_ns);
+      if (ns == prev_ns) {
+        ++ties;
+        EXPECT_GE(c.max_peak_bytes, prev_peak) << c.schedule << " v=" << c.virtual_stages;
+      }
+      prev_ns = ns;
+      prev_peak = c.max_peak_bytes;
       EXPECT_TRUE(c.reason.empty());
     } else {
       seen_rejected = true;
       EXPECT_FALSE(c.reason.empty()) << c.schedule << " v=" << c.virtual_stages;
     }
   }
+  EXPECT_GT(ties, 0) << "this search has candidates with equal steps; the peak tie-break is not exercised";
   EXPECT_GE(r->chosen, 0);
 }
 
