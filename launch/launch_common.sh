@@ -1,7 +1,6 @@
 # Shared by launch/mpirun.sh and launch/srun.sh (sourced, not run).
-# plan_pp_size ARGS...: prints the number of ranks of the plan named by --plan
-# in the pipewright arguments (pp_size x dp_size), or nothing if there is none.
-plan_pp_size() {
+# plan_arg ARGS...: prints the value of --plan PATH / --plan=PATH (or nothing).
+plan_arg() {
   local plan=""
   while [[ $# -gt 0 ]]; do
     case $1 in
@@ -10,6 +9,13 @@ plan_pp_size() {
     esac
     shift
   done
+  printf '%s' "$plan"
+}
+# plan_pp_size ARGS...: prints the number of ranks of the plan named by --plan
+# in the pipewright arguments (pp_size x dp_size), or nothing if there is none.
+plan_pp_size() {
+  local plan
+  plan=$(plan_arg "$@")
   [[ -n $plan ]] || return 0
   [[ -f $plan ]] || { echo "$(basename "$0"): --plan $plan: no such file" >&2; exit 2; }
   python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["pp_size"] * p.get("dp_size", 1))' "$plan" \
@@ -17,14 +23,8 @@ plan_pp_size() {
 }
 # plan_grid ARGS...: "pp_size=P" or "pp_size=P x dp_size=D" of that plan.
 plan_grid() {
-  local plan=""
-  while [[ $# -gt 0 ]]; do
-    case $1 in
-      --plan) plan=${2:-}; shift ;;
-      --plan=*) plan=${1#--plan=} ;;
-    esac
-    shift
-  done
+  local plan
+  plan=$(plan_arg "$@")
   python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); d=p.get("dp_size", 1)
 print("pp_size=%d" % p["pp_size"] + (" x dp_size=%d" % d if d > 1 else ""))' "$plan" 2> /dev/null || echo "pp_size=?"
 }
