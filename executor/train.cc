@@ -144,6 +144,20 @@ struct RunContext {
   std::string dtype;  // "float32" | "float64"
   bool printer = false;  // rank 0 prints
   double step_flops = 0;  // model FLOPs of one step (all ranks): F + I + W of every layer, every row
+  double peak_flops = 0;  // the plan's device peak, FLOP/s per rank; 0 = no device in the plan (no MFU)
+
+  // Model FLOPs utilisation of a step of `step_s` seconds: model FLOP/s per
+  // rank over the device's peak (a fraction); 0 without a device.
+  double Mfu(double step_s) const {
+    return peak_flops > 0 && step_s > 0 ? step_flops / step_s / comm.size() / peak_flops : 0.0;
+  }
+  // " | MFU 41.3 %", or "" without a device.
+  std::string MfuText(double step_s) const {
+    if (peak_flops <= 0) return "";
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " | MFU %.2f %%", 100.0 * Mfu(step_s));
+    return buf;
+  }
 };
 
 // Collective: one digest of every parameter and AdamW state tensor of the
@@ -165,15 +179,18 @@ StatusOr<std::string> ModelDigest(RunContext& run) {
   return ParameterDigest(list);
 }
 
-// FLOPs of one step of `plan` (forward, input- and weight-gradient backward of
-// every layer for every sequence of the batch; models/spec footprint with
-// micro-batch size 1, times the rows). 0 without a model section.
+// Model FLOPs of one step of `plan` (forward, input- and weight-gradient
+// backward of every layer for every sequence of the global batch; models/spec
+// footprint with micro-batch size 1, times the rows). Recomputation is not
+// counted, as in the MFU of PaLM (Chowdhery et al. 2022, appendix B): a
+// recomputing plan does more work for the same model FLOPs. 0 without a
+// model section.
 double StepFlops(const Plan& plan) {
   if (!plan.model || !plan.training) return 0.0;
   pw::TrainingShape one;  // models/spec: one sequence (not exec::TrainingShape)
   one.micro_batch_size = 1;
   one.seq_length = plan.training->seq_length;
-  one.recompute = plan.training->recompute;
+  one.recompute = Recompute::kNone;
   one.precision = plan.training->precision;
   double per_row = 0;
   for (const LayerSpec& layer : BuildLayerList(*plan.model)) {
@@ -335,10 +352,11 @@ Status TrainSteps(RunContext& run) {
       if (run.engine.dp_size() > 1)
         std::snprintf(reduce, sizeof reduce, " | all-reduce exposed %.3f s", r->reduce_wait_s);
       std::fprintf(run.out,
-                   "step %d/%d | loss %.4f | %.0f tok/s | step %.3f s | bubble %.3f%s | %.3g GFLOP/s/rank | elapsed %s "
-                   "| ETA %s\n",
+                   "step %d/%d | loss %.4f | %.0f tok/s | step %.3f s | bubble %.3f%s | %.3g GFLOP/s/rank%s | "
+                   "elapsed %s | ETA %s\n",
                    step + 1, options.steps, r->loss, tps, r->step_s, r->bubble_ratio, reduce,
-                   run.step_flops / r->step_s / run.comm.size() / 1e9, Seconds(elapsed).c_str(), Seconds(eta).c_str());
+                   run.step_flops / r->step_s / run.comm.size() / 1e9, run.MfuText(r->step_s).c_str(),
+                   Seconds(elapsed).c_str(), Seconds(eta).c_str());
       std::fflush(run.out);
     }
     const int done = step + 1;
@@ -363,6 +381,7 @@ Status TrainSteps(RunContext& run) {
   summary.mean_tokens_per_s = sum_tps / counted;
   summary.mean_bubble_ratio = sum_bubble / counted;
   summary.mean_reduce_wait_s = sum_reduce / counted;
+  summary.mean_mfu = run.Mfu(summary.mean_step_s);
   return Status::Ok();
 }
 
@@ -443,7 +462,8 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
                                    "over the data-parallel ranks); plan without it to checkpoint");
   RunSummary summary;
   RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
-                 options.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan)};
+                 options.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan),
+                 plan->device ? plan->device->peak_flops : 0.0};
   if (!options.resume.empty()) PW_RETURN_IF_ERROR(Resume(run));
   if (!options.init_from.empty()) {
     // Agreed across ranks: every rank stops together before any step.
@@ -480,8 +500,9 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     std::fprintf(out, "parameters fnv1a64:");
     for (size_t r = 0; r < digests.size(); ++r) std::fprintf(out, " rank%zu=%s", r, digests[r].c_str());
     std::fprintf(out, "\n");
-    std::fprintf(out, "done: loss %.4f -> %.4f | mean step %.3f s | %.0f tok/s | bubble %.3f\n", summary.first_loss,
-                 summary.last_loss, summary.mean_step_s, summary.mean_tokens_per_s, summary.mean_bubble_ratio);
+    std::fprintf(out, "done: loss %.4f -> %.4f | mean step %.3f s | %.0f tok/s | bubble %.3f%s\n", summary.first_loss,
+                 summary.last_loss, summary.mean_step_s, summary.mean_tokens_per_s, summary.mean_bubble_ratio,
+                 run.MfuText(summary.mean_step_s).c_str());
     if (plan->dp_size > 1)
       std::fprintf(out, "data parallel: %d replicas | all-reduce exposed %.4f s per step (mean)\n", plan->dp_size,
                    summary.mean_reduce_wait_s);

@@ -60,6 +60,10 @@ struct RunSummary {
   double mean_tokens_per_s = 0.0;
   double mean_bubble_ratio = 0.0;
   double mean_reduce_wait_s = 0.0; // dp_size > 1: the all-reduce's exposed seconds per step (StepReport::reduce_wait_s)
+  // Model FLOPs utilisation at the mean step (a fraction): model FLOP/s per
+  // rank (recomputation not counted) over the plan's device peak_flops; 0
+  // when the plan has no device.
+  double mean_mfu = 0.0;
   std::string sample;             // rank 0 only, if asked
   int first_step = 0;             // 0, or the resumed checkpoint's steps_done
   int checkpoints_written = 0;
@@ -72,10 +76,12 @@ struct RunSummary {
 // data, agrees on the plan across ranks, pre-flight checks it, trains, and
 // prints one line per --log-every steps on rank 0 to `out`:
 //   step 3/50 | loss 4.1234 | 5120 tok/s | step 0.400 s | bubble 0.213 |
-//   1.2 GFLOP/s/rank | elapsed 1.3 s | ETA 19.0 s
+//   1.2 GFLOP/s/rank | MFU 1.25 % | elapsed 1.3 s | ETA 19.0 s
 // (model FLOP/s per rank from the plan's model and batch, models/spec
-// footprint: forward + both backward passes), then a summary with the
-// measured step and bubble beside the plan's predictions.
+// footprint: forward + both backward passes, recomputation not counted; MFU
+// divides it by the plan's device peak_flops and is left out when the plan
+// has no device), then a summary with the measured step, bubble and MFU
+// beside the plan's predictions.
 // Errors: any rank's failure (file, plan, pre-flight, compute, comm) naming
 // the rank; the plan and pre-flight errors are the same on every rank, and so
 // are the refusals of --resume (another model, dtype, seed or batch shape;

@@ -27,6 +27,9 @@ class Reader {
   Status Error(const std::string& path, const std::string& why) const {
     return Status::InvalidArgument(source_ + ": " + path + ": " + why);
   }
+  // The source followed by `path` ("plan.json: device"), for readers of
+  // sections that write their own "<source>: field ..." errors.
+  std::string Where(const std::string& path) const { return source_ + ": " + path; }
   Status Get(const json& obj, const std::string& path, const char* key, const json** out) const {
     if (!obj.is_object()) return Error(path.empty() ? "(top level)" : path, "expected an object");
     auto it = obj.find(key);

@@ -14,6 +14,7 @@
 
 #include "base/costs.h"
 #include "base/status.h"
+#include "models/spec/device.h"
 #include "models/spec/footprint.h"
 #include "models/spec/model_config.h"
 #include "schedules/program.h"
@@ -96,6 +97,11 @@ struct Plan {
   std::optional<ModelConfig> model;
   std::vector<PlanLayer> layers;
   std::optional<PlanTraining> training;
+  // The device the costs and the memory limit came from (models/spec
+  // device.h; its peak_flops is the denominator of the executor's MFU).
+  // Absent for schedule-only plans and plans made from a layer-cost or
+  // profile file without --device.
+  std::optional<DeviceSpec> device;
   // Informational, for people and tools (objective, device, candidate table):
   // written as "planner", never read by the executor. Null = absent.
   nlohmann::json planner;

@@ -32,7 +32,7 @@ using ojson = nlohmann::ordered_json;
 // Top-level fields with a typed home; everything else goes to Plan::extra.
 const char* const kKnownFields[] = {"format",   "version",  "schedule",     "pp_size",    "dp_size",
                                     "num_stages", "num_microbatches", "stage_to_rank", "model", "layers",
-                                    "training", "stages",   "comm",         "memory_limit_bytes", "ranks",
+                                    "training", "device", "stages", "comm",         "memory_limit_bytes", "ranks",
                                     "predicted", "planner"};
 
 bool IsKnown(const std::string& key) {
@@ -397,6 +397,12 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     plan.predicted.per_rank.push_back(pr);
   }
   PW_RETURN_IF_ERROR(ParseModelSections(rd, doc, version, &plan));
+  auto device = doc.find("device");
+  if (device != doc.end() && !device->is_null()) {
+    auto parsed = ParseDeviceSpec(*device, rd.Where("device"));
+    if (!parsed.ok()) return parsed.status();
+    plan.device = *parsed;
+  }
   auto planner = doc.find("planner");
   if (planner != doc.end()) plan.planner = *planner;
   for (auto it = doc.begin(); it != doc.end(); ++it)
@@ -433,6 +439,7 @@ std::string PlanToJson(const Plan& plan) {
       doc["layers"].push_back(ojson{{"name", l.name}, {"kind", LayerKindName(l.kind)}, {"params", l.params}});
   }
   if (plan.training) doc["training"] = TrainingToJson(*plan.training);
+  if (plan.device) doc["device"] = ojson::parse(DeviceSpecToJson(*plan.device).dump());
   doc["stages"] = ojson::array();
   for (const PlanStage& s : plan.stages) {
     ojson js;

@@ -81,14 +81,32 @@ const CandidateSearch::UnitProgram& CandidateSearch::Unit(const ScheduleInfo& fa
     u.profile = std::make_shared<const MemoryProfile>(*prog);
     u.stage_to_rank = prog->stage_to_rank;
     if (family.memory_adaptive) {
-      auto one = OneMicrobatchOrder(unit);
-      if (one.ok())
-        u.least = std::make_shared<const MemoryProfile>(*one);
+      const UnitProgram& one = Least(family, v);
+      if (one.status.ok())
+        u.least = one.profile;
       else
-        u.status = one.status();
+        u.status = one.status;
     }
   }
   return units_.emplace(key, std::move(u)).first->second;
+}
+
+const CandidateSearch::UnitProgram& CandidateSearch::Least(const ScheduleInfo& family, int v) {
+  auto key = std::make_pair(family.name, v);
+  auto cached = least_.find(key);
+  if (cached != least_.end()) return cached->second;
+  ScheduleRequest unit;
+  unit.schedule = family.name;
+  unit.pp_size = opt_.pp_size;
+  unit.num_microbatches = 1;
+  unit.virtual_stages = v;
+  auto one = OneMicrobatchOrder(unit);
+  UnitProgram u{one.ok() ? Status::Ok() : one.status(), {}, nullptr, nullptr};
+  if (one.ok()) {
+    u.profile = std::make_shared<const MemoryProfile>(*one);
+    u.stage_to_rank = one->stage_to_rank;
+  }
+  return least_.emplace(key, std::move(u)).first->second;
 }
 
 StatusOr<Boundaries> CandidateSearch::GivenSplit(int S, int L) const {
@@ -213,12 +231,12 @@ void CandidateSearch::Evaluate(Candidate& c, const ScheduleInfo& family, Recompu
     Reject(c, RejectKind::kRequest, given.status().message());
     return;
   }
-  const UnitProgram& unit = Unit(family, lay.v, c.batch.num_microbatches);
-  if (!unit.status.ok()) {
-    Reject(c, RejectKind::kSchedule, "generator: " + unit.status.ToString());
+  const UnitProgram& least = Least(family, lay.v);
+  if (!least.status.ok()) {
+    Reject(c, RejectKind::kSchedule, "generator: " + least.status.ToString());
     return;
   }
-  lay.stage_to_rank = &unit.stage_to_rank;
+  lay.stage_to_rank = &least.stage_to_rank;
   lay.static_prefix.assign(lay.L + 1, 0);
   lay.act_prefix.assign(lay.L + 1, 0);
   lay.stash_prefix.assign(lay.L + 1, 0);
@@ -237,25 +255,46 @@ void CandidateSearch::Evaluate(Candidate& c, const ScheduleInfo& family, Recompu
     Reject(c, why.rfind("cannot split", 0) == 0 ? RejectKind::kRequest : RejectKind::kSchedule, "partition: " + why);
     return;
   }
+  // No order holds less than one microbatch in flight: a split that does
+  // not fit that walk rejects the candidate before its m-microbatch order is
+  // generated (the same outcome as below, found at the cost of a partition;
+  // it makes a search over many P that do not fit fast).
+  const bool fixed = !given->empty();
+  auto reject_split = [&](const Split& split, bool at_least) {
+    const int worst = split.worst;
+    c.boundaries = split.boundaries;
+    c.max_peak_bytes = split.peaks[worst];
+    const int64_t st = SumStaticOfRank(table, split.boundaries, *lay.stage_to_rank, worst);
+    Reject(c, RejectKind::kMemory,
+           "memory: no split into " + std::to_string(lay.S) + " stages fits " + FormatBytes(limit_) + " per rank" +
+               (at_least ? " even with one microbatch in flight (the least " + family.display_name + " can hold)"
+                         : std::string()) +
+               "; the time-optimal split (" + FormatStageSizes(split.boundaries) + " layers) needs " +
+               FormatBytes(split.peaks[worst]) + " on rank " + std::to_string(worst) + " (static " + FormatBytes(st) +
+               ", activations+stash+workspace " + FormatBytes(split.peaks[worst] - st) + ")");
+  };
+  if (limit_ != kUnlimitedBytes) {
+    const Split floor = SplitFor(lay, *least.profile, start->boundaries, fixed, overrides);
+    if (!floor.fits) {
+      reject_split(floor, true);
+      return;
+    }
+  }
+  const UnitProgram& unit = Unit(family, lay.v, c.batch.num_microbatches);
+  if (!unit.status.ok()) {
+    Reject(c, RejectKind::kSchedule, "generator: " + unit.status.ToString());
+    return;
+  }
+  lay.stage_to_rank = &unit.stage_to_rank;
   // A memory-adaptive family first gets a split that fits the order it
   // prefers; if none does, one that fits one microbatch in flight, and its
   // generator fits its order to the room left on each rank.
-  const bool fixed = !given->empty();
   Split split = SplitFor(lay, *unit.profile, start->boundaries, fixed, overrides);
   const bool adaptive = unit.least != nullptr;
   if (!split.fits && adaptive) split = SplitFor(lay, *unit.least, start->boundaries, fixed, overrides);
   c.boundaries = split.boundaries;
   if (!split.fits) {
-    const int worst = split.worst;
-    c.max_peak_bytes = split.peaks[worst];
-    const int64_t st = SumStaticOfRank(table, split.boundaries, unit.stage_to_rank, worst);
-    Reject(c, RejectKind::kMemory,
-           "memory: no split into " + std::to_string(lay.S) + " stages fits " + FormatBytes(limit_) + " per rank" +
-               (adaptive ? " even with one microbatch in flight (the least " + family.display_name + " can hold)"
-                         : std::string()) +
-               "; the time-optimal split (" + FormatStageSizes(split.boundaries) + " layers) needs " +
-               FormatBytes(split.peaks[worst]) + " on rank " + std::to_string(worst) + " (static " + FormatBytes(st) +
-               ", activations+stash+workspace " + FormatBytes(split.peaks[worst] - st) + ")");
+    reject_split(split, adaptive);
     return;
   }
   Simulate(c, family, lay, unit, split);

@@ -74,6 +74,12 @@ class CandidateSearch {
   };
 
   const UnitProgram& Unit(const ScheduleInfo& family, int v, int m);
+  // The family's one-microbatch order (OneMicrobatchOrder) at v, once per
+  // (family, v): `profile` is its walk, the least memory any order of the
+  // family holds (every order runs at least one microbatch through all of a
+  // rank's stages), so a split that does not fit it rejects the candidate
+  // before the m-microbatch order is generated.
+  const UnitProgram& Least(const ScheduleInfo& family, int v);
   // --layers-per-stage as boundaries; empty when not given. Errors
   // (InvalidArgument) when its counts do not fit S stages of L layers.
   StatusOr<Boundaries> GivenSplit(int S, int L) const;
@@ -101,6 +107,7 @@ class CandidateSearch {
   std::map<const LayerCostTable*, std::vector<int64_t>> params_;  // per table: parameters of each layer
   DataParallelSpec dp_;
   std::map<std::tuple<std::string, int, int>, UnitProgram> units_;  // (family, v, m)
+  std::map<std::pair<std::string, int>, UnitProgram> least_;       // (family, v): one microbatch
 };
 
 }  // namespace pw

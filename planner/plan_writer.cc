@@ -42,7 +42,7 @@ StatusOr<Plan> BuildPlan(const SearchResult& r, const PlannerModel& model, const
   t.distributed_optimizer = o.distributed_optimizer && o.dp_size > 1;
   plan.training = t;
   nlohmann::json planner = CandidatesToJson(r);
-  if (model.device) planner["device"] = DeviceSpecToJson(*model.device);
+  if (model.device) plan.device = *model.device;
   std::vector<int64_t> transient;
   for (size_t k = 0; k < c.peak_bytes.size(); ++k)
     transient.push_back(c.peak_bytes[k] - a.sim.per_rank[k].peak_memory_bytes);

@@ -164,7 +164,9 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
   result.reserve_bytes = reserve;
   std::vector<Candidate> all;
   int family_index = 0;
+  bool found = false;  // stop_at_first_feasible: a feasible candidate was found
   for (const ScheduleInfo& f : families) {
+    if (found) break;
     ++family_index;
     std::vector<int> vs;
     if (o.virtual_stages) {
@@ -190,9 +192,11 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
         continue;
       }
     }
-    for (int v : vs)
-      for (const BatchSplit& b : batches)
+    for (size_t vi = 0; vi < vs.size() && !found; ++vi)
+      for (size_t bi = 0; bi < batches.size() && !found; ++bi)
         for (Recompute rc : recomputes) {
+          const int v = vs[vi];
+          const BatchSplit& b = batches[bi];
           Candidate c;
           c.schedule = f.name;
           c.virtual_stages = v;
@@ -218,9 +222,11 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
               }
             }
           }
+          found = c.feasible && o.stop_at_first_feasible;
           all.push_back(std::move(c));
           if (o.progress)
             o.progress(o.pp_size, static_cast<int>(all.size()), family_index, static_cast<int>(families.size()), f.name);
+          if (found) break;
         }
   }
   // Rank: feasible by (step, max peak, search order); then rejected in search
@@ -286,6 +292,7 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
     o.recompute = Recompute::kFull;
     if (model.table || model.profile) o.recompute.reset();  // a cost file / profile fixes its own recompute
     o.find_min_pp = false;
+    o.stop_at_first_feasible = true;  // only whether P fits
     if (o.first_stage_num_layers || o.last_stage_num_layers) {
       o.first_stage_num_layers.reset();
       o.last_stage_num_layers.reset();

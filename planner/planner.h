@@ -81,6 +81,9 @@ struct PlannerOptions {
   // recompute) and name it in the error. When one fits: also report the
   // smallest feasible P and why P - 1 fails (SearchResult::min_pp).
   bool find_min_pp = true;
+  // Existence only (FindSmallestPipeline): EvaluateCandidates stops at the
+  // first feasible candidate, which is then the only one chosen from.
+  bool stop_at_first_feasible = false;
   // Called after each candidate is evaluated (a search at P = `pp_size`):
   // `done` candidates so far, of family `family` (1-based) of `families`.
   // The CLI prints progress from it when a search takes seconds; unset = none.

@@ -15,6 +15,20 @@ mpi=("$mpirun" --allow-run-as-root --oversubscribe)
 "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/plan.json" --data "$work/text.txt" --steps 3 \
   --save "$work/ckpt" --checkpoint-dir "$work/root" | tee "$work/out.txt"
 grep -q "^step 3/3 | loss" "$work/out.txt"
+# MFU: the plan holds its device; the step line's MFU is its model FLOP/s per
+# rank over that device's peak_flops (and the summary line has the mean).
+python3 - "$work/plan.json" "$work/out.txt" <<'PY'
+import json, re, sys
+peak = json.load(open(sys.argv[1]))["device"]["peak_flops"]
+text = open(sys.argv[2]).read()
+m = re.search(r"^step 3/3 .*\| ([0-9.e+-]+) GFLOP/s/rank \| MFU ([0-9.]+) % \|", text, re.M)
+assert m, "no 'GFLOP/s/rank | MFU x %' in the step line:\n" + text
+gflops, mfu = float(m.group(1)), float(m.group(2))
+want = 100 * gflops * 1e9 / peak
+assert abs(mfu - want) <= 0.01 + 1e-3 * want, f"MFU {mfu} % but {gflops} GFLOP/s over {peak} FLOP/s is {want:.4f} %"
+assert re.search(r"^done: .*\| MFU [0-9.]+ %$", text, re.M), "no MFU in the done line"
+print(f"MFU {mfu} % = {gflops} GFLOP/s/rank / {peak/1e9:g} GFLOP/s (worst difference {abs(mfu-want):.2g})")
+PY
 "$pipewright" generate --plan "$work/plan.json" --checkpoint "$work/ckpt" --tokens 20 --prompt "The " \
   | tee "$work/gen.txt"
 grep -q "^The " "$work/gen.txt"
