@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <random>
 
 #include "models/spec/device.h"
 #include "models/spec/model_config.h"
 #include "planner/explain.h"
+#include "planner/memory_profile.h"
 #include "planner/planner.h"
 #include "plan/plan.h"
 #include "schedules/registry.h"
@@ -525,6 +528,91 @@ TEST(PlannerMemory, PlansStayUnderCapacityLessReserve) {
   auto both = SearchPlans(m, o);
   ASSERT_FALSE(both.ok());
   EXPECT_NE(both.status().message().find("--memory-reserve with --memory-limit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pw
+
+namespace pw {
+namespace {
+
+// The planner rejects a candidate whose split does not fit its family's
+// one-microbatch walk before generating the m-microbatch order. That is sound
+// only if no order of the family holds less: for every registered family,
+// P, v and m, and random per-stage bytes, each rank's peak under the
+// one-microbatch order must be <= its peak under the generated order (and
+// each stage's, StagePeak).
+TEST(Planner, OneMicrobatchWalkIsTheLeastOfEveryOrder) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int64_t> bytes(0, 1 << 20);
+  int cases = 0;
+  int64_t closest = std::numeric_limits<int64_t>::max();  // smallest (full - least) margin seen
+  for (const std::string& name : ScheduleNames()) {
+    const ScheduleInfo info = *FindSchedule(name);
+    for (int P : {2, 3, 4})
+      for (int v = std::max(1, info.min_virtual_stages); v <= (info.max_virtual_stages ? info.max_virtual_stages : 3);
+           ++v)
+        for (int m : {1, 2, P, 2 * P, 3 * P}) {
+          ScheduleRequest req;
+          req.schedule = name;
+          req.pp_size = P;
+          req.num_microbatches = m;
+          req.virtual_stages = v;
+          auto full = GenerateSchedule(req);
+          if (!full.ok()) continue;  // a shape the family refuses
+          auto one = OneMicrobatchOrder(req);
+          ASSERT_TRUE(one.ok()) << name << " P=" << P << " v=" << v << ": " << one.status().ToString();
+          ASSERT_EQ(one->stage_to_rank, full->stage_to_rank) << name;
+          const MemoryProfile least(*one), order(*full);
+          for (int trial = 0; trial < 4; ++trial) {
+            std::vector<StageMemory> mem(full->stage_to_rank.size());
+            for (StageMemory& s : mem) {
+              s.activation = bytes(rng);
+              s.wstash = info.split_backward ? bytes(rng) % (s.activation + 1) : 0;
+            }
+            for (int r = 0; r < P; ++r) {
+              const int64_t lo = least.RankDynamicPeak(r, mem), hi = order.RankDynamicPeak(r, mem);
+              EXPECT_LE(lo, hi) << name << " P=" << P << " v=" << v << " m=" << m << " rank " << r;
+              closest = std::min(closest, hi - lo);
+            }
+            for (size_t s = 0; s < mem.size(); ++s)
+              EXPECT_LE(least.StagePeak(static_cast<int>(s), mem[s].activation, mem[s].wstash),
+                        order.StagePeak(static_cast<int>(s), mem[s].activation, mem[s].wstash))
+                  << name << " P=" << P << " v=" << v << " m=" << m << " stage " << s;
+          }
+          ++cases;
+        }
+  }
+  EXPECT_GT(cases, 100);
+  std::printf("%d (family, P, v, m) shapes: one-microbatch walk <= the order's on every rank; smallest margin %lld B\n",
+              cases, static_cast<long long>(closest));
+}
+
+// The smallest-P search stops at the first feasible candidate of each P; the
+// P it names must be the first at which the full search (every candidate,
+// full recompute) finds a plan. llama-2-13b on A100-40GB, s = 4096.
+TEST(Planner, SmallestPipelineMatchesFullSearches) {
+  PlannerModel m;
+  m.config = *LoadModelConfig("llama-2-13b");
+  m.device = *LoadDeviceSpec("A100-40GB");
+  PlannerOptions o;
+  o.seq_length = 4096;
+  o.global_batch_size = 16;
+  o.max_virtual_stages = 2;
+  auto found = FindSmallestPipeline(m, o, 42);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_GT(found->pp_size, 1);
+  for (int P = found->pp_size - 1; P <= found->pp_size; ++P) {
+    PlannerOptions full = o;
+    full.pp_size = P;
+    full.recompute = Recompute::kFull;
+    full.find_min_pp = false;
+    auto r = EvaluateCandidates(m, full);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->chosen >= 0, P == found->pp_size) << "P=" << P;
+  }
+  std::printf("smallest P %d (full searches: P=%d none fits, P=%d fits); at P=%d: %s\n", found->pp_size,
+              found->pp_size - 1, found->pp_size, found->pp_size - 1, found->smaller_reason.c_str());
 }
 
 }  // namespace
