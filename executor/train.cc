@@ -430,17 +430,6 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
-  // Every rank has the same options and plan: all refuse together.
-  if (engine->distributed_optimizer() && (!options.checkpoint_dir.empty() || !options.resume.empty() ||
-                                          !options.save_dir.empty() || options.sample_tokens > 0))
-    return Status::InvalidArgument(std::string(!options.resume.empty()           ? "--resume " + options.resume
-                                               : !options.checkpoint_dir.empty() ? "--checkpoint-dir " +
-                                                                                       options.checkpoint_dir
-                                               : !options.save_dir.empty()       ? "--save " + options.save_dir
-                                                                                 : std::string("--sample")) +
-                                   ": checkpoints of a ZeRO-1 run (plan training.distributed_optimizer, "
-                                   "--use-distributed-optimizer) are not supported yet (the AdamW state is sharded "
-                                   "over the data-parallel ranks); plan without it to checkpoint");
   RunSummary summary;
   RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
                  options.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan)};
