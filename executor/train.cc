@@ -254,9 +254,14 @@ StatusOr<double> WriteCheckpointTo(RunContext& run, const std::string& dir, int 
   if (!report) return max_s;
   PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
   if (run.printer) {
-    std::fprintf(run.out, "checkpoint %s | %zu layer files, %lld bytes | %.3f s | fnv1a64 %s\n", dir.c_str(),
-                 static_cast<size_t>(run.plan.model->num_layers + 2), static_cast<long long>(bytes), max_s,
-                 digest.c_str());
+    const size_t layer_files = static_cast<size_t>(run.plan.model->num_layers + 2);
+    const std::string shards =
+        run.engine.distributed_optimizer()
+            ? " + " + std::to_string(layer_files * static_cast<size_t>(run.engine.dp_size())) +
+                  " ZeRO-1 optimizer shard files"
+            : "";
+    std::fprintf(run.out, "checkpoint %s | %zu layer files%s, %lld bytes | %.3f s | fnv1a64 %s\n", dir.c_str(),
+                 layer_files, shards.c_str(), static_cast<long long>(bytes), max_s, digest.c_str());
     std::fflush(run.out);
   }
   ++run.summary.checkpoints_written;
