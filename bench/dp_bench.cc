@@ -22,6 +22,12 @@
 //              all-reduce per stage: makespan = step without the optimizer;
 //              exposed = max over ranks of (last REDUCE_GRAD end - last other
 //              action end), clamped at 0
+//   skew       median over the timed steps of the largest spread, within a
+//              data-parallel group, of the moment its ranks posted their last
+//              REDUCE_GRAD (seconds from the step's barrier): the simulator
+//              replays identical replicas, so a rank that arrives first and
+//              waits for its slower peer is exposure it cannot see;
+//              (sim + skew)/meas tests that decomposition
 // The plans come from the planner (executor/plan_builder.h, fixed test CPU
 // device) so that only the replayed durations carry this machine's speed.
 #include <unistd.h>
@@ -117,6 +123,10 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   // first observed), summed over the timed steps, and the seconds from the
   // rank's last action to that completion.
   std::vector<double> in_step(static_cast<size_t>(S) * 2, 0.0);
+  // Per timed step: when this rank posted its last REDUCE_GRAD (seconds from
+  // the step's barrier). The spread of that moment over a data-parallel
+  // group is the replicas' skew: the first to arrive waits for the last.
+  std::vector<double> last_post;
   const int rank = engine->rank();
   for (int step = 0; step < cfg.warmup + cfg.steps; ++step) {
     TokenBatch global = data.Batch(step, shape.batch_rows * cfg.dp);
@@ -133,6 +143,9 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
     steps.push_back(r.step_s);
     makespans.push_back(r.makespan_s);
     exposed.push_back(r.reduce_wait_s);
+    double post = 0;
+    for (const ReduceSpan& rs : r.reduce_spans) post = std::max(post, rs.start_s);
+    last_post.push_back(post);
     for (const ReduceSpan& rs : r.reduce_spans) {
       in_step[static_cast<size_t>(rs.stage) * 2] += rs.end_s - rs.start_s;
       in_step[static_cast<size_t>(rs.stage) * 2 + 1] += 1;
@@ -147,6 +160,23 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   }
   PW_ASSIGN_OR_RETURN(auto all_dur, AllGatherDoubles(world, dur));
   PW_ASSIGN_OR_RETURN(auto all_in_step, AllGatherDoubles(world, in_step));
+  PW_ASSIGN_OR_RETURN(auto all_post, AllGatherDoubles(world, last_post));
+  // Median over steps of the largest skew of any data-parallel group (world
+  // ranks g with the same g / dp).
+  std::vector<double> skews;
+  for (size_t k = 0; k < last_post.size(); ++k) {
+    double worst = 0;
+    for (size_t g0 = 0; g0 < all_post.size(); g0 += static_cast<size_t>(cfg.dp)) {
+      double lo = INFINITY, hi = -INFINITY;
+      for (size_t g = g0; g < g0 + static_cast<size_t>(cfg.dp); ++g) {
+        lo = std::min(lo, all_post[g][k]);
+        hi = std::max(hi, all_post[g][k]);
+      }
+      worst = std::max(worst, hi - lo);
+    }
+    skews.push_back(worst);
+  }
+  const double skew = Median(skews);
   // Replay: measured compute durations (mean over every replica's rank of
   // the stage) and the all-reduce measured alone (max over the group).
   StageCosts costs = PlanCosts(plan);
@@ -201,10 +231,11 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
     // The measured makespan ends at the last action; the simulated one at the
     // last reduction too: compare like with like (makespan + exposed).
     const double meas_total = meas_make + meas_exp;
-    std::printf("| %s | %d x %d | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %s |\n", schedule.c_str(),
-                cfg.dp, cfg.pp, 1e3 * Median(steps), 1e3 * meas_make, 1e3 * meas_exp, 1e3 * meas_total,
-                sim.makespan_s / meas_total, 1e3 * sim.makespan_s, 1e3 * sim_exposed,
-                meas_exp > 0 ? sim_exposed / meas_exp : 0.0, ring.c_str());
+    std::printf("| %s | %d x %d | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %.2f | %.3f | %s |\n",
+                schedule.c_str(), cfg.dp, cfg.pp, 1e3 * Median(steps), 1e3 * meas_make, 1e3 * meas_exp,
+                1e3 * meas_total, sim.makespan_s / meas_total, 1e3 * sim.makespan_s, 1e3 * sim_exposed,
+                meas_exp > 0 ? sim_exposed / meas_exp : 0.0, 1e3 * skew,
+                meas_exp > 0 ? (sim_exposed + skew) / meas_exp : 0.0, ring.c_str());
     std::fflush(stdout);
   }
   return Status::Ok();
@@ -259,8 +290,9 @@ int Main(int argc, char** argv) {
                                   : "tested after every compute action (progress)");
       std::printf("| schedule | dp x pp | step meas. (ms) | makespan meas. (ms) | all-reduce exposed meas. (ms) | "
                   "makespan + exposed meas. (ms) | sim/meas | makespan sim. (ms) | exposed sim. (ms) | sim/meas | "
+                  "replica skew meas. (ms) | (sim + skew)/meas | "
                   "all-reduce per stage: alone measured / ring model / in-step posted->done mean (ms) |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       std::fflush(stdout);
     }
     std::stringstream list(cfg.schedules);
