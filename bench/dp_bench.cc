@@ -27,7 +27,9 @@
 //              REDUCE_GRAD (seconds from the step's barrier): the simulator
 //              replays identical replicas, so a rank that arrives first and
 //              waits for its slower peer is exposure it cannot see;
-//              (sim + skew)/meas tests that decomposition
+//              (sim + skew)/meas tests that decomposition: the median over
+//              the timed steps of (simulated exposed + that step's skew) /
+//              that step's measured exposed time
 // The plans come from the planner (executor/plan_builder.h, fixed test CPU
 // device) so that only the replayed durations carry this machine's speed.
 #include <unistd.h>
@@ -228,6 +230,11 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   }
   if (printer) {
     const double meas_make = Median(makespans), meas_exp = Median(exposed);
+    // Step by step (the skew and the wait of the same step), then the median.
+    std::vector<double> ratios;
+    for (size_t k = 0; k < exposed.size() && k < skews.size(); ++k)
+      if (exposed[k] > 0) ratios.push_back((sim_exposed + skews[k]) / exposed[k]);
+    const double per_step_ratio = Median(ratios);
     // The measured makespan ends at the last action; the simulated one at the
     // last reduction too: compare like with like (makespan + exposed).
     const double meas_total = meas_make + meas_exp;
@@ -235,7 +242,7 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
                 schedule.c_str(), cfg.dp, cfg.pp, 1e3 * Median(steps), 1e3 * meas_make, 1e3 * meas_exp,
                 1e3 * meas_total, sim.makespan_s / meas_total, 1e3 * sim.makespan_s, 1e3 * sim_exposed,
                 meas_exp > 0 ? sim_exposed / meas_exp : 0.0, 1e3 * skew,
-                meas_exp > 0 ? (sim_exposed + skew) / meas_exp : 0.0, ring.c_str());
+                per_step_ratio, ring.c_str());
     std::fflush(stdout);
   }
   return Status::Ok();
