@@ -234,7 +234,8 @@ TEST(MpiCollectivesTest, SplitGroupsMatchClosedForms) {
 // Each final checkpoint is read by one process (dp1 x pp1, no ZeRO-1: the
 // shards joined) and its parameters and AdamW state (moments and step
 // counts) compared with U's: <= 1e-12 relative. U's parameters also match
-// the single-process reference (<= 1e-10), the tied head included. Then S
+// the single-process reference (<= 1e-10), the tied head included, and so
+// does the same run with clipping by the global norm (0.05). Then S
 // with a shard file removed, and with one truncated: the resume is refused
 // on every rank naming the file, and the ranks that read it changed nothing.
 constexpr int kGlobalRows = 12;
@@ -251,7 +252,7 @@ nlohmann::json Zero1Model(bool tied) {
   return m;
 }
 
-StatusOr<Plan> GridPlan(const std::string& schedule, int dp, int pp, bool zero1, bool tied) {
+StatusOr<Plan> GridPlan(const std::string& schedule, int dp, int pp, bool zero1, bool tied, double clip = 0) {
   PlanSpec spec;
   spec.schedule = schedule;
   spec.pp_size = pp;
@@ -262,6 +263,7 @@ StatusOr<Plan> GridPlan(const std::string& schedule, int dp, int pp, bool zero1,
   spec.seq_length = 8;
   spec.bytes_per_element = 8;
   spec.distributed_optimizer = zero1;
+  spec.clip_grad_norm = clip;
   return BuildPlan(spec);
 }
 
@@ -275,21 +277,27 @@ std::vector<TokenBatch> GlobalBatches() {
 // engine, loads `resume` (if any), runs steps [first, last) and saves the
 // checkpoint after step `last` into `save`. The outcome, agreed over the world.
 Status RunGrid(const std::string& schedule, int dp, int pp, bool zero1, bool tied, int first, int last,
-               const std::string& resume, const std::string& save) {
+               const std::string& resume, const std::string& save, double clip = 0,
+               double* min_norm = nullptr) {
   const int n = dp * pp;
   std::unique_ptr<Communicator> group = FirstRanks(n);
   Status st = group ? Status::Ok() : Status::Internal("split failed");
   if (st.ok() && g_comm->rank() < n) {
     st = [&]() -> Status {
-      PW_ASSIGN_OR_RETURN(Plan plan, GridPlan(schedule, dp, pp, zero1, tied));
-      PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> e, Engine::Create(plan, *group, Fp64Options()));
+      PW_ASSIGN_OR_RETURN(Plan plan, GridPlan(schedule, dp, pp, zero1, tied, clip));
+      EngineOptions options = Fp64Options();
+      options.clip_grad_norm = clip;
+      PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> e, Engine::Create(plan, *group, options));
       if (!resume.empty()) {
         PW_ASSIGN_OR_RETURN(CheckpointManifest man, ReadManifest(resume));
         PW_RETURN_IF_ERROR(AgreeOnStatus(e->LoadCheckpoint(resume, man), *group));
       }
       const std::vector<TokenBatch> global = GlobalBatches();
       const int rows = kGlobalRows / dp;
-      for (int i = first; i < last; ++i) PW_RETURN_IF_ERROR(e->Step(Slice(global[i], e->dp_rank(), rows)).status());
+      for (int i = first; i < last; ++i) {
+        PW_ASSIGN_OR_RETURN(StepReport r, e->Step(Slice(global[i], e->dp_rank(), rows)));
+        if (min_norm != nullptr) *min_norm = std::min(*min_norm, r.grad_norm);
+      }
       return e->WriteCheckpoint(save, last).status();
     }();
     st = st.WithContext(schedule + " dp" + std::to_string(dp) + " x pp" + std::to_string(pp) +
@@ -374,6 +382,38 @@ TEST(MpiZero1CheckpointTest, ResumesUnderAnotherDpPlanAndSharding) {
       std::printf("[ zero1ck  ] %-6s U (dp2 x pp3 ZeRO-1, 3 steps) vs one process: param rel %.2e\n", model.c_str(),
                   d.rel);
       EXPECT_LE(d.rel, kTolerance) << model << ": " << Describe(d);
+    }
+    {
+      // ZeRO-1 with clipping by the global norm (the tied matrix counted
+      // once) against one process clipping the same way.
+      const double clip = 0.05;
+      double min_norm = INFINITY;
+      const std::string K = root + "/" + model + "/K";
+      st = RunGrid("1f1b", 2, 3, true, tied, 0, 3, "", K, clip, &min_norm);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      Inspected k = Inspect(K, tied);
+      if (g_comm->rank() == 0) {
+        ASSERT_TRUE(k.status.ok()) << k.status.ToString();
+        Plan plan = *GridPlan("1f1b", 1, 1, false, tied, clip);
+        EngineOptions options = Fp64Options();
+        options.clip_grad_norm = clip;
+        auto ref = ReferenceModel::Create(*plan.model, options);
+        ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+        for (const TokenBatch& b : GlobalBatches()) ASSERT_TRUE((*ref)->Step(b).ok());
+        std::vector<NamedValues> ref_params = (*ref)->Parameters();
+        if (tied)
+          for (const NamedValues& nv : std::vector<NamedValues>(ref_params))
+            if (nv.name == "embedding.wte") {
+              NamedValues alias = nv;
+              alias.name = "head.lm_head.weight";
+              ref_params.push_back(alias);
+            }
+        Diff d = WorstDiff(k.params, ref_params);
+        std::printf("[ zero1ck  ] %-6s dp2 x pp3 ZeRO-1 clip %.2f (norm >= %.3f), 3 steps vs one process: param rel "
+                    "%.2e\n", model.c_str(), clip, min_norm, d.rel);
+        EXPECT_LE(d.rel, kTolerance) << model << " ZeRO-1 + clipping: " << Describe(d);
+        EXPECT_GT(min_norm, clip) << "clipping never scaled (test too weak)";
+      }
     }
     for (const Resumed& r : resumed) {
       Inspected got = Inspect(r.dir, tied);
