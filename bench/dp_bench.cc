@@ -22,6 +22,14 @@
 //              all-reduce per stage: makespan = step without the optimizer;
 //              exposed = max over ranks of (last REDUCE_GRAD end - last other
 //              action end), clamped at 0
+//   skew       median over the timed steps of the largest spread, within a
+//              data-parallel group, of the moment its ranks posted their last
+//              REDUCE_GRAD (seconds from the step's barrier): the simulator
+//              replays identical replicas, so a rank that arrives first and
+//              waits for its slower peer is exposure it cannot see;
+//              (sim + skew)/meas tests that decomposition: the median over
+//              the timed steps of (simulated exposed + that step's skew) /
+//              that step's measured exposed time
 // The plans come from the planner (executor/plan_builder.h, fixed test CPU
 // device) so that only the replayed durations carry this machine's speed.
 #include <unistd.h>
@@ -58,6 +66,7 @@ int Slot(ActionType t) { return t == ActionType::kF ? 0 : t == ActionType::kI ? 
 struct Config {
   int dp = 2, pp = 2, m = 8, b = 2, seq = 128, n_layer = 4, n_embd = 256, steps = 10, warmup = 3;
   std::string schedules = "1f1b,zb-h1", data;
+  bool no_progress = false;  // EngineOptions::dp_progress = false
 };
 
 // Seconds of one blocking all-reduce of `count` float32 elements over
@@ -93,6 +102,7 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   EngineOptions eo;
   eo.intra_op_threads = 1;
   eo.lr = 1e-3;
+  eo.dp_progress = !cfg.no_progress;
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(plan, world, eo));
   const Program program = PlanProgram(plan);
   const int S = plan.num_stages;
@@ -111,6 +121,14 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   hooks.record_spans = true;
   std::vector<double> steps, makespans, exposed;
   std::vector<double> dur(static_cast<size_t>(S) * 8, 0.0);
+  // Per stage: the in-step reduction (posted at REDUCE_GRAD -> completion
+  // first observed), summed over the timed steps, and the seconds from the
+  // rank's last action to that completion.
+  std::vector<double> in_step(static_cast<size_t>(S) * 2, 0.0);
+  // Per timed step: when this rank posted its last REDUCE_GRAD (seconds from
+  // the step's barrier). The spread of that moment over a data-parallel
+  // group is the replicas' skew: the first to arrive waits for the last.
+  std::vector<double> last_post;
   const int rank = engine->rank();
   for (int step = 0; step < cfg.warmup + cfg.steps; ++step) {
     TokenBatch global = data.Batch(step, shape.batch_rows * cfg.dp);
@@ -127,6 +145,13 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
     steps.push_back(r.step_s);
     makespans.push_back(r.makespan_s);
     exposed.push_back(r.reduce_wait_s);
+    double post = 0;
+    for (const ReduceSpan& rs : r.reduce_spans) post = std::max(post, rs.start_s);
+    last_post.push_back(post);
+    for (const ReduceSpan& rs : r.reduce_spans) {
+      in_step[static_cast<size_t>(rs.stage) * 2] += rs.end_s - rs.start_s;
+      in_step[static_cast<size_t>(rs.stage) * 2 + 1] += 1;
+    }
     const auto& acts = program.ranks[rank];
     for (size_t k = 0; k < r.spans.size() && k < acts.size(); ++k) {
       if (!IsCompute(acts[k].type)) continue;
@@ -136,6 +161,24 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
     }
   }
   PW_ASSIGN_OR_RETURN(auto all_dur, AllGatherDoubles(world, dur));
+  PW_ASSIGN_OR_RETURN(auto all_in_step, AllGatherDoubles(world, in_step));
+  PW_ASSIGN_OR_RETURN(auto all_post, AllGatherDoubles(world, last_post));
+  // Median over steps of the largest skew of any data-parallel group (world
+  // ranks g with the same g / dp).
+  std::vector<double> skews;
+  for (size_t k = 0; k < last_post.size(); ++k) {
+    double worst = 0;
+    for (size_t g0 = 0; g0 < all_post.size(); g0 += static_cast<size_t>(cfg.dp)) {
+      double lo = INFINITY, hi = -INFINITY;
+      for (size_t g = g0; g < g0 + static_cast<size_t>(cfg.dp); ++g) {
+        lo = std::min(lo, all_post[g][k]);
+        hi = std::max(hi, all_post[g][k]);
+      }
+      worst = std::max(worst, hi - lo);
+    }
+    skews.push_back(worst);
+  }
+  const double skew = Median(skews);
   // Replay: measured compute durations (mean over every replica's rank of
   // the stage) and the all-reduce measured alone (max over the group).
   StageCosts costs = PlanCosts(plan);
@@ -162,9 +205,14 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
     }
     costs.stages[st].reduce_grad = alone;
     const double D = cfg.dp;
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%s%.2f/%.2f", st ? " " : "", 1e3 * alone,
-                  1e3 * (2 * (D - 1) / D * bytes / bw + 2 * (D - 1) * lat));
+    double in_sum = 0, in_cnt = 0;
+    for (const auto& v : all_in_step) {
+      in_sum += v[static_cast<size_t>(st) * 2];
+      in_cnt += v[static_cast<size_t>(st) * 2 + 1];
+    }
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s%.2f/%.2f/%.2f", st ? " " : "", 1e3 * alone,
+                  1e3 * (2 * (D - 1) / D * bytes / bw + 2 * (D - 1) * lat), in_cnt > 0 ? 1e3 * in_sum / in_cnt : 0.0);
     ring += buf;
   }
   PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(program, costs));
@@ -182,13 +230,19 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   }
   if (printer) {
     const double meas_make = Median(makespans), meas_exp = Median(exposed);
+    // Step by step (the skew and the wait of the same step), then the median.
+    std::vector<double> ratios;
+    for (size_t k = 0; k < exposed.size() && k < skews.size(); ++k)
+      if (exposed[k] > 0) ratios.push_back((sim_exposed + skews[k]) / exposed[k]);
+    const double per_step_ratio = Median(ratios);
     // The measured makespan ends at the last action; the simulated one at the
     // last reduction too: compare like with like (makespan + exposed).
     const double meas_total = meas_make + meas_exp;
-    std::printf("| %s | %d x %d | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %s |\n", schedule.c_str(),
-                cfg.dp, cfg.pp, 1e3 * Median(steps), 1e3 * meas_make, 1e3 * meas_exp, 1e3 * meas_total,
-                sim.makespan_s / meas_total, 1e3 * sim.makespan_s, 1e3 * sim_exposed,
-                meas_exp > 0 ? sim_exposed / meas_exp : 0.0, ring.c_str());
+    std::printf("| %s | %d x %d | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %.2f | %.3f | %s |\n",
+                schedule.c_str(), cfg.dp, cfg.pp, 1e3 * Median(steps), 1e3 * meas_make, 1e3 * meas_exp,
+                1e3 * meas_total, sim.makespan_s / meas_total, 1e3 * sim.makespan_s, 1e3 * sim_exposed,
+                meas_exp > 0 ? sim_exposed / meas_exp : 0.0, 1e3 * skew,
+                per_step_ratio, ring.c_str());
     std::fflush(stdout);
   }
   return Status::Ok();
@@ -207,6 +261,8 @@ int Main(int argc, char** argv) {
   app.add_option("--schedules", cfg.schedules, "comma-separated schedules")->capture_default_str();
   app.add_option("--steps", cfg.steps, "timed steps")->capture_default_str();
   app.add_option("--warmup-steps", cfg.warmup, "untimed steps first")->capture_default_str();
+  app.add_flag("--no-progress", cfg.no_progress,
+               "do not test the reductions in flight after each compute action (EngineOptions::dp_progress)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -232,14 +288,18 @@ int Main(int argc, char** argv) {
     }
     if (g == 0) {
       std::printf("setup: dp %d x pp %d = %d ranks on %ld cores (mpirun%s), 1 thread per rank, CPU float32, GPT "
-                  "%d blocks x %d wide, m=%d x b=%d x %d tokens per replica, %d warm-up + %d timed steps (medians)\n",
+                  "%d blocks x %d wide, m=%d x b=%d x %d tokens per replica, %d warm-up + %d timed steps (medians), "
+                  "reductions %s\n",
                   cfg.dp, cfg.pp, (*world)->size(), sysconf(_SC_NPROCESSORS_ONLN),
                   (*world)->size() > sysconf(_SC_NPROCESSORS_ONLN) ? ", oversubscribed: ranks share cores" : "",
-                  cfg.n_layer, cfg.n_embd, cfg.m, cfg.b, cfg.seq, cfg.warmup, cfg.steps);
+                  cfg.n_layer, cfg.n_embd, cfg.m, cfg.b, cfg.seq, cfg.warmup, cfg.steps,
+                  cfg.no_progress ? "progressed only inside other MPI calls (--no-progress)"
+                                  : "tested after every compute action (progress)");
       std::printf("| schedule | dp x pp | step meas. (ms) | makespan meas. (ms) | all-reduce exposed meas. (ms) | "
                   "makespan + exposed meas. (ms) | sim/meas | makespan sim. (ms) | exposed sim. (ms) | sim/meas | "
-                  "all-reduce alone per stage, measured/ring model (ms) |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+                  "replica skew meas. (ms) | (sim + skew)/meas | "
+                  "all-reduce per stage: alone measured / ring model / in-step posted->done mean (ms) |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       std::fflush(stdout);
     }
     std::stringstream list(cfg.schedules);

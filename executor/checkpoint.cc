@@ -19,6 +19,10 @@ std::string CheckpointStepDir(const std::string& root, int steps_done) {
 
 std::string CheckpointLayerFileName(const std::string& layer) { return layer + ".safetensors"; }
 
+std::string CheckpointShardFileName(const std::string& layer, int shard, int shards) {
+  return layer + ".adamw_shard_" + std::to_string(shard) + "_of_" + std::to_string(shards) + ".safetensors";
+}
+
 uint64_t DigestBytes(const void* data, size_t n, uint64_t h) {
   constexpr uint64_t kPrime = 1099511628211ull;
   const auto* b = static_cast<const unsigned char*>(data);
@@ -54,8 +58,10 @@ nlohmann::json CheckpointModelJson(const ModelConfig& model) { return HfConfigJs
 
 Status WriteManifest(const std::string& step_dir, const CheckpointManifest& m) {
   nlohmann::json files = nlohmann::json::array();
-  for (const CheckpointFile& f : m.files)
+  for (const CheckpointFile& f : m.files) {
     files.push_back({{"name", f.name}, {"layer", f.layer}, {"bytes", f.bytes}, {"digest", f.digest}});
+    if (f.shard >= 0) files.back()["shard"] = f.shard;
+  }
   nlohmann::json j = {{"format", kCheckpointFormat},
                       {"version", kCheckpointVersion},
                       {"steps_done", m.steps_done},
@@ -118,9 +124,9 @@ StatusOr<CheckpointManifest> ReadManifest(const std::string& step_dir) {
     m.dp_size = j.value(field, 1);
     field = "optimizer_shards";
     m.optimizer_shards = j.value(field, 1);
-    if (m.optimizer_shards != 1)
+    if (m.optimizer_shards < 1)
       return Status::InvalidArgument(path + ": field 'optimizer_shards' is " + std::to_string(m.optimizer_shards) +
-                                     ": sharded optimizer state is not readable by this version");
+                                     " (1, or the ZeRO-1 data-parallel size)");
     field = "written_by";
     if (j.contains(field)) {
       const nlohmann::json& w = j[field];
@@ -135,6 +141,11 @@ StatusOr<CheckpointManifest> ReadManifest(const std::string& step_dir) {
       cf.layer = f.at("layer").get<std::string>();
       cf.bytes = f.at("bytes").get<int64_t>();
       cf.digest = f.at("digest").get<std::string>();
+      cf.shard = f.value("shard", -1);
+      if (cf.shard < -1 || cf.shard >= m.optimizer_shards || (cf.shard >= 0 && m.optimizer_shards == 1))
+        return Status::InvalidArgument(path + ": field 'files': '" + cf.name + "' has shard " +
+                                       std::to_string(cf.shard) + ", optimizer_shards is " +
+                                       std::to_string(m.optimizer_shards));
       if (cf.name.empty() || cf.name.find('/') != std::string::npos || cf.name == "." || cf.name == "..")
         return Status::InvalidArgument(path + ": field 'files': '" + cf.name + "' is not a plain file name");
       m.files.push_back(cf);
@@ -196,8 +207,25 @@ Status CheckResumable(const CheckpointManifest& m, const std::string& step_dir, 
 StatusOr<CheckpointFile> ManifestFileOf(const CheckpointManifest& m, const std::string& step_dir,
                                         const std::string& layer) {
   for (const CheckpointFile& f : m.files)
-    if (f.layer == layer) return f;
+    if (f.layer == layer && f.shard < 0) return f;
   return Status::InvalidArgument(step_dir + "/manifest.json: no file for layer '" + layer + "'");
+}
+
+StatusOr<std::vector<CheckpointFile>> ManifestShardFilesOf(const CheckpointManifest& m, const std::string& step_dir,
+                                                           const std::string& layer) {
+  std::vector<CheckpointFile> out;
+  if (m.optimizer_shards <= 1) return out;
+  for (int d = 0; d < m.optimizer_shards; ++d) {
+    const CheckpointFile* found = nullptr;
+    for (const CheckpointFile& f : m.files)
+      if (f.layer == layer && f.shard == d) found = &f;
+    if (found == nullptr)
+      return Status::InvalidArgument(step_dir + "/manifest.json: no ZeRO-1 optimizer shard " + std::to_string(d) +
+                                     " of " + std::to_string(m.optimizer_shards) + " for layer '" + layer + "' (" +
+                                     CheckpointShardFileName(layer, d, m.optimizer_shards) + ")");
+    out.push_back(*found);
+  }
+  return out;
 }
 
 Status VerifyCheckpointFile(const std::string& step_dir, const CheckpointFile& f) {

@@ -23,12 +23,20 @@
 // under another (other P, schedule, v or stage split): each rank reads the
 // files of the layers its stages hold.
 //
-// Data parallelism (planned, docs/ARCHITECTURE.md): data-parallel rank 0
-// writes the layer files (every replica holds the same state); every replica
-// reads them. With a sharded optimizer (ZeRO-1) the optimizer tensors move
-// to per-shard files listed with "shard" in the manifest's "files", and
-// "optimizer_shards" says how many; version 2 readers refuse a value other
-// than 1.
+// Data parallelism (docs/DATA_PARALLEL.md): data-parallel rank 0 writes the
+// layer files (every replica holds the same parameters); every replica reads
+// them. With a sharded optimizer (ZeRO-1, "optimizer_shards": D > 1) the
+// layer files hold the parameters only, and data-parallel rank d writes the
+// AdamW state of its shard into one file per layer,
+//   <layer>.adamw_shard_<d>_of_<D>.safetensors
+//       <param>:exp_avg, <param>:exp_avg_sq  1-D, the elements of the
+//                       parameter's flattened (row-major) moments that lie in
+//                       shard d; __metadata__ "<param>:offset" (the first
+//                       element's index) and "<param>:step";
+//                       a parameter with no element in shard d is absent,
+// listed in the manifest's "files" with "shard": d. A reader joins the D
+// slices of each parameter (they must tile [0, numel) exactly) and re-slices
+// them for its own run: any dp, ZeRO-1 or not, any plan.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +60,7 @@ struct CheckpointFile {
   std::string layer;   // layer name, "block.3"
   int64_t bytes = 0;   // file size in bytes
   std::string digest;  // CheckpointFileDigest of the file (16 hex digits)
+  int shard = -1;      // ZeRO-1 optimizer shard index d in [0, optimizer_shards); -1: a layer file
 };
 
 struct CheckpointManifest {
@@ -65,17 +74,21 @@ struct CheckpointManifest {
   // resume, `generate` and `export` build.
   nlohmann::json model;
   int dp_size = 1;            // data-parallel replicas of the writing run
-  int optimizer_shards = 1;   // ZeRO-1 shards of the optimizer state (1: in the layer files)
+  int optimizer_shards = 1;   // ZeRO-1 shards of the optimizer state (1: in the layer files; D: shard files)
   // The plan that wrote it: reported, never a reason to refuse a resume.
   std::string plan_hash, schedule;
   int pp_size = 0;
-  std::vector<CheckpointFile> files;  // one per layer, in layer order
+  // One per layer, in layer order; then, with optimizer_shards D > 1, the D
+  // shard files of each layer (layer order, then shard order).
+  std::vector<CheckpointFile> files;
 };
 
 // ROOT/step_<steps_done, 6 digits>.
 std::string CheckpointStepDir(const std::string& root, int steps_done);
 // "<layer>.safetensors": the file name of a layer inside a step directory.
 std::string CheckpointLayerFileName(const std::string& layer);
+// "<layer>.adamw_shard_<shard>_of_<shards>.safetensors": ZeRO-1 shard file.
+std::string CheckpointShardFileName(const std::string& layer, int shard, int shards);
 
 // FNV-1a 64 over 64-bit little-endian words (then the remaining bytes one
 // by one), continuing from `h`: several GB/s. Chaining calls on pieces whose
@@ -119,10 +132,16 @@ StatusOr<std::string> ResolveCheckpointDir(const std::string& path, const std::s
 Status CheckResumable(const CheckpointManifest& manifest, const std::string& step_dir, const ModelConfig& model,
                       uint64_t seed, const std::string& dtype, int batch_rows, int seq_length);
 
-// The manifest's entry of `layer`. Errors: InvalidArgument naming the
-// manifest when the layer has no file.
+// The manifest's entry of `layer`'s layer file. Errors: InvalidArgument
+// naming the manifest when the layer has no file.
 StatusOr<CheckpointFile> ManifestFileOf(const CheckpointManifest& manifest, const std::string& step_dir,
                                         const std::string& layer);
+
+// The manifest's optimizer_shards shard files of `layer`, in shard order
+// (empty when optimizer_shards is 1). Errors: InvalidArgument naming the
+// manifest and the missing shard's file name.
+StatusOr<std::vector<CheckpointFile>> ManifestShardFilesOf(const CheckpointManifest& manifest,
+                                                           const std::string& step_dir, const std::string& layer);
 
 // Checks a layer file against its manifest entry before it is read: present,
 // the size the manifest records ("truncated: 1200 bytes, the manifest says

@@ -28,10 +28,12 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <vector>
 
+#include "executor/checkpoint_io.h"
 #include "executor/communicator.h"
 #include "executor/engine.h"
 
@@ -59,10 +61,37 @@ class DataParallelSync {
   // Errors: Internal if a stage of this rank was not started this step (the
   // plan lacks its REDUCE_GRAD); the communicator's (watchdog included).
   StatusOr<double> Finish();
+  // Tests the collectives in flight (never blocks): with MPI each test
+  // drives Open MPI's progress of the non-blocking collectives, and records
+  // the moment a stage's last request is seen complete. Errors: the
+  // communicator's.
+  Status Progress();
+  // The reductions of the last Finish (start order): posted and completed
+  // (as first observed), in seconds from `origin`.
+  std::vector<ReduceSpan> Spans(std::chrono::steady_clock::time_point origin) const;
   // Sum of squares (float64) of the gradients this rank owns after Finish:
   // plain, every gradient of its stages (the same on every replica); ZeRO-1,
   // its shards only (sum them over the whole world for the global norm).
-  double OwnedGradSumSquares() const;
+  // The elements of `skip` (a tied head's replica, counted once through the
+  // token table) are left out when given.
+  double OwnedGradSumSquares(const torch::Tensor& skip = torch::Tensor()) const;
+  // ZeRO-1 with a tied head, after Finish and after the pipeline's tied
+  // gradient sum (Engine): all-reduces `p`'s local gradient (table + head
+  // uses of this replica) over the group, divides by D, and writes the
+  // elements of this rank's shard into the shard gradient (replacing what
+  // the reduce-scatter left there, which lacked the other use). Collective
+  // over the group, in the same order on every member. Errors: Internal for
+  // a parameter this rank does not hold; the communicator's.
+  Status ReplaceShardGradWithMean(const torch::Tensor& p);
+  // ZeRO-1: the slice of `p`'s AdamW moments this rank's shard holds
+  // (checkpoint_io.h MomentSlice), nullopt when none (see MomentSliceOf).
+  std::optional<MomentSlice> ShardMoments(const torch::Tensor& p) const;
+  // ZeRO-1: sets every stage's shard AdamW state from whole moments read
+  // from a checkpoint (ReadLayerFiles: any dp, ZeRO-1 or not): the elements
+  // of this rank's shard, zero padding. A stage whose parameters all lack
+  // state gets none. Errors: InvalidArgument when a stage's parameters have
+  // different step counts or only some have state (naming two of them).
+  Status LoadShardMoments(const std::vector<LoadedParameter>& loaded);
   // Multiplies the owned gradients (as above) by `coef` (clipping).
   void ScaleOwnedGrads(double coef);
   // ZeRO-1 only: refreshes the shards from the current parameters, steps
@@ -84,13 +113,18 @@ class DataParallelSync {
     torch::Tensor shard;      // ZeRO-1: (padded / D) reduced gradient shard
     torch::Tensor shard_param;  // ZeRO-1: (padded / D) leaf parameter shard, on the parameters' device
     torch::Tensor gathered;   // ZeRO-1: (padded) all-gathered parameters
-    std::vector<RequestId> pending;
+    std::vector<RequestId> pending;  // not yet seen complete
     bool started = false;
+    std::chrono::steady_clock::time_point posted, done;  // this step's reduction
   };
   ElementType Type() const;
+  // The stage buffers holding `p` and p's first element in the stage's flat
+  // order; nullptr when this rank does not hold it.
+  const StageBuffers* Locate(const torch::Tensor& p, int64_t* offset) const;
   Communicator& dp_;
   std::map<int, StageBuffers> stages_;
   std::vector<int> start_order_;
+  std::vector<int> last_order_;  // start_order_ of the last Finish (Spans)
   bool zero1_ = false;
   torch::Device buffer_device_;
   torch::Device param_device_;

@@ -213,11 +213,6 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     impl->stage_parameters.push_back(counted);
   }
   const bool zero1 = impl->dp_size > 1 && DistributedOptimizer(plan);
-  if (zero1 && impl->checked.model.tied)
-    return Status::InvalidArgument(
-        "plan training.distributed_optimizer (ZeRO-1) with a tied LM head (model.tie_word_embeddings) is not "
-        "supported yet: the tied gradients are summed whole, ZeRO-1 shards them; plan without "
-        "--use-distributed-optimizer or untie the head");
   // ZeRO-1 keeps AdamW state for its shards only (DataParallelSync).
   impl->optimizer = std::make_unique<torch::optim::AdamW>(
       MakeOptimizer(params, options));  // never stepped with ZeRO-1 (its state is created lazily)
@@ -230,6 +225,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     impl->sync = std::make_unique<DataParallelSync>(*impl->dp, params_by_stage, options, zero1, buffers);
     DataParallelSync* sync = impl->sync.get();
     impl->backend->SetGradReduction([sync](int stage) { return sync->Start(stage); });
+    if (options.dp_progress) impl->backend->SetProgress([sync]() { return sync->Progress(); });
   }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
@@ -272,14 +268,29 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   // A tied head: the first and last stage sum their copies' gradients
   // (after the data-parallel reduction, so every replica adds the same
   // global-batch gradients).
-  PW_RETURN_IF_ERROR(m.SumTiedGradients());
   const bool zero1 = m.sync && m.sync->zero1();
+  PW_RETURN_IF_ERROR(m.SumTiedGradients());
+  if (zero1 && m.checked.model.tied) {
+    // ZeRO-1: the reduce-scatter summed each copy's own use only, and the
+    // two copies lie at different places of different stages' shards. The
+    // sum above was of this replica's local gradients (table + head use):
+    // its mean over the group replaces the tied elements of the shards, so
+    // both copies step with the gradient of the global batch's both uses.
+    for (const torch::Tensor& p : {m.tied_table, m.tied_head}) {
+      if (!p.defined()) continue;
+      Status st = m.sync->ReplaceShardGradWithMean(p);
+      if (!st.ok())
+        return st.WithContext("rank " + std::to_string(m.world->rank()) + ", step " + std::to_string(m.step) +
+                              ": tied LM head under ZeRO-1");
+    }
+  }
   double grad_norm = 0.0;
   if (m.options.clip_grad_norm > 0 && zero1) {
     // ZeRO-1: each data-parallel rank owns a shard of every stage's reduced
     // gradient: the global norm sums the shards over the whole world (both
     // dimensions of the grid).
-    PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.world, {m.sync->OwnedGradSumSquares()}));
+    // A tied head's replica counts once (through the token table).
+    PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.world, {m.sync->OwnedGradSumSquares(m.tied_head)}));
     double total = 0.0;
     for (const auto& v : norms) total += v[0];
     grad_norm = std::sqrt(total);
@@ -351,6 +362,7 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   r.tokens = static_cast<int64_t>(batch.rows) * batch.seq * m.dp_size;
   r.grad_norm = grad_norm;
   r.spans = std::move(timing.spans);
+  if (m.sync) r.reduce_spans = m.sync->Spans(t0);
   ++m.step;
   return r;
 }
@@ -426,18 +438,37 @@ std::vector<std::pair<std::string, std::string>> Engine::TensorDigests() const {
 }
 
 StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& step_dir) const {
-  StatusOr<std::vector<CheckpointFile>> files = SaveLayerFiles(step_dir, impl_->layers, impl_->optimizer.get());
-  if (!files.ok()) return files.status().WithContext("rank " + std::to_string(rank()));
+  const Impl& m = *impl_;
+  const bool zero1 = m.sync && m.sync->zero1();
+  std::vector<CheckpointFile> files;
+  // Parameters (and, without ZeRO-1, the AdamW state): replica 0 only.
+  if (m.dp_rank == 0) {
+    StatusOr<std::vector<CheckpointFile>> layer_files =
+        SaveLayerFiles(step_dir, m.layers, zero1 ? nullptr : m.optimizer.get());
+    if (!layer_files.ok()) return layer_files.status().WithContext("rank " + std::to_string(m.world->rank()));
+    files = std::move(*layer_files);
+  }
+  if (zero1) {
+    // ZeRO-1: every data-parallel rank writes its shard of the AdamW state.
+    const DataParallelSync* sync = m.sync.get();
+    StatusOr<std::vector<CheckpointFile>> shard_files =
+        SaveShardFiles(step_dir, m.layers, m.dp_rank, m.dp_size,
+                       [sync](const torch::Tensor& p) { return sync->ShardMoments(p); });
+    if (!shard_files.ok()) return shard_files.status().WithContext("rank " + std::to_string(m.world->rank()));
+    files.insert(files.end(), shard_files->begin(), shard_files->end());
+  }
   return files;
 }
 
 StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps_done) {
   Impl& m = *impl_;
-  // Data parallel: the replicas hold the same parameters and AdamW state,
-  // so replica 0's pipeline writes the checkpoint alone (its pipeline
-  // communicator is the one used below); the others write nothing.
-  if (m.dp_rank != 0) return int64_t{0};
-  const bool writer = m.comm->rank() == 0;
+  // Over the whole world: replica 0's ranks write the layer files (the
+  // replicas hold the same parameters); with ZeRO-1 every rank also writes
+  // its optimizer shard. World rank 0 (pipeline rank 0 of replica 0) makes
+  // the directory and writes the manifest last.
+  Communicator& world = *m.world;
+  const bool zero1 = m.sync && m.sync->zero1();
+  const bool writer = world.rank() == 0;
   std::error_code ec;
   Status st;
   if (writer) {
@@ -446,20 +477,21 @@ StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps
     // A manifest left from an earlier save must not describe the new files.
     if (st.ok()) std::filesystem::remove(step_dir + "/manifest.json", ec);
   }
-  PW_RETURN_IF_ERROR(AgreeOnStatus(st, *m.comm));
+  PW_RETURN_IF_ERROR(AgreeOnStatus(st, world));
   StatusOr<std::vector<CheckpointFile>> mine = SaveCheckpoint(step_dir);
-  PW_RETURN_IF_ERROR(AgreeOnStatus(mine.status(), *m.comm));
+  PW_RETURN_IF_ERROR(AgreeOnStatus(mine.status(), world));
   nlohmann::json entries = nlohmann::json::array();
   for (const CheckpointFile& f : *mine)
-    entries.push_back({{"name", f.name}, {"layer", f.layer}, {"bytes", f.bytes}, {"digest", f.digest}});
-  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, m.comm->AllGather(entries.dump()));
-  std::map<std::string, CheckpointFile> by_layer;
+    entries.push_back({{"name", f.name}, {"layer", f.layer}, {"bytes", f.bytes}, {"digest", f.digest},
+                       {"shard", f.shard}});
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> all, world.AllGather(entries.dump()));
+  std::map<std::pair<std::string, int>, CheckpointFile> by_layer;  // (layer, shard)
   int64_t bytes = 0;
   for (const std::string& text : all)
     for (const nlohmann::json& e : nlohmann::json::parse(text)) {
-      CheckpointFile f{e["name"], e["layer"], e["bytes"], e["digest"]};
+      CheckpointFile f{e["name"], e["layer"], e["bytes"], e["digest"], e["shard"]};
       bytes += f.bytes;
-      by_layer[f.layer] = f;
+      by_layer[{f.layer, f.shard}] = f;
     }
   Status written;
   if (writer) {
@@ -471,27 +503,49 @@ StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps
     man.seq_length = m.checked.training.seq_length;
     man.data_position = static_cast<int64_t>(steps_done) * man.batch_rows;
     man.dp_size = m.dp_size;
+    man.optimizer_shards = zero1 ? m.dp_size : 1;
     man.model = CheckpointModelJson(*m.plan.model);
     man.plan_hash = PlanHash(m.plan);
     man.schedule = m.plan.schedule;
     man.pp_size = m.plan.pp_size;
-    for (const std::string& layer : models::GptLayerNames(m.checked.model)) {
-      auto it = by_layer.find(layer);
-      if (it == by_layer.end()) {
-        written = Status::Internal("checkpoint " + step_dir + ": no rank wrote layer " + layer);
-        break;
+    const std::vector<std::string> layers = models::GptLayerNames(m.checked.model);
+    for (int shard = -1; shard < (zero1 ? m.dp_size : 0) && written.ok(); ++shard)
+      for (const std::string& layer : layers) {
+        auto it = by_layer.find({layer, shard});
+        if (it == by_layer.end()) {
+          written = Status::Internal("checkpoint " + step_dir + ": no rank wrote layer " + layer +
+                                     (shard >= 0 ? " (optimizer shard " + std::to_string(shard) + ")" : ""));
+          break;
+        }
+        man.files.push_back(it->second);
       }
-      man.files.push_back(it->second);
-    }
     if (written.ok()) written = WriteManifest(step_dir, man);
   }
-  PW_RETURN_IF_ERROR(AgreeOnStatus(written, *m.comm));
+  PW_RETURN_IF_ERROR(AgreeOnStatus(written, world));
   return bytes;
 }
 
 Status Engine::LoadCheckpoint(const std::string& step_dir, const CheckpointManifest& manifest) {
-  Status st = LoadLayerFiles(step_dir, manifest, impl_->layers, impl_->optimizer.get());
-  if (!st.ok()) return st.WithContext("rank " + std::to_string(rank()));
+  Impl& m = *impl_;
+  Status st;
+  if (m.sync && m.sync->zero1()) {
+    // ZeRO-1: the whole moments of this rank's layers (from any layout),
+    // re-sliced into its shard; the parameters as usual.
+    StatusOr<std::vector<LoadedParameter>> loaded = ReadLayerFiles(step_dir, manifest, m.layers, true);
+    st = loaded.status();
+    if (st.ok()) st = m.sync->LoadShardMoments(*loaded);
+    if (st.ok()) {
+      try {
+        torch::NoGradGuard no_grad;
+        for (LoadedParameter& l : *loaded) l.param.copy_(l.value);
+      } catch (const c10::Error& e) {
+        st = Status::ComputeError("reading checkpoint " + step_dir + ": " + e.what_without_backtrace());
+      }
+    }
+  } else {
+    st = LoadLayerFiles(step_dir, manifest, m.layers, m.optimizer.get());
+  }
+  if (!st.ok()) return st.WithContext("rank " + std::to_string(m.world->rank()));
   return Status::Ok();
 }
 

@@ -50,6 +50,20 @@ struct EngineOptions {
   // Messages live on the compute device (NCCL) instead of host buffers
   // (MPI-staged). REQUIRES device "cuda".
   bool device_messages = false;
+  // Data parallel: test the reductions in flight after every compute action
+  // (DataParallelSync::Progress), so that Open MPI's non-blocking
+  // collectives advance while the rank computes. false: they advance only
+  // inside other MPI calls (bench/dp_bench.cc --no-progress measures both).
+  bool dp_progress = true;
+};
+
+// One stage's data-parallel gradient reduction in a step, in seconds from
+// the step's start (Engine::Step's barrier): posted at REDUCE_GRAD, and its
+// completion as first observed (a Test after a compute action, or the wait
+// before the optimizer step).
+struct ReduceSpan {
+  int stage = 0;
+  double start_s = 0.0, end_s = 0.0;
 };
 
 // A tensor copied out as doubles, for comparisons without LibTorch.
@@ -72,6 +86,7 @@ struct StepReport {
   // data-parallel gradient reduction after the last action (the all-reduce's
   // exposed time; the rest overlapped compute). 0 with dp_size 1.
   double reduce_wait_s = 0.0;
+  std::vector<ReduceSpan> reduce_spans;  // this rank's stages, in start order (data parallel only)
   std::vector<ActionSpan> spans;  // this rank's measured actions (hooks->record_spans)
 };
 
@@ -139,21 +154,25 @@ class Engine {
   // DigestBytes of the raw bytes in the run's dtype, one tensor at a time
   // (no copy of the whole model).
   std::vector<std::pair<std::string, std::string>> TensorDigests() const;
-  // Writes the layer files of this rank's stages (parameters + AdamW state)
-  // into `step_dir` (executor/checkpoint.h; each file temp + rename) and
-  // returns their manifest entries. Local; WriteCheckpoint is the collective.
+  // Writes this rank's files into `step_dir` (executor/checkpoint.h; each
+  // file temp + rename) and returns their manifest entries: on data-parallel
+  // rank 0 the layer files of its stages (parameters, + AdamW state without
+  // ZeRO-1); with ZeRO-1, on every rank, its optimizer shard files of those
+  // layers. Local; WriteCheckpoint is the collective.
   // Errors: ComputeError naming the rank and file.
   StatusOr<std::vector<CheckpointFile>> SaveCheckpoint(const std::string& step_dir) const;
-  // Collective: a complete checkpoint after `steps_done` optimizer steps in
-  // `step_dir` (created): rank 0 first removes an old manifest.json there,
-  // every rank writes its layers' files, then rank 0 writes manifest.json
+  // Collective over the world: a complete checkpoint after `steps_done`
+  // optimizer steps in `step_dir` (created): world rank 0 first removes an
+  // old manifest.json there, every rank writes its files (SaveCheckpoint),
+  // then world rank 0 writes manifest.json
   // last (the model, dtype, seed, batch shape and data position; the plan is
   // recorded for information). Returns the bytes of all layer files. Errors:
   // any rank's, agreed (AgreeOnStatus) so every rank returns it.
   StatusOr<int64_t> WriteCheckpoint(const std::string& step_dir, int steps_done);
   // Loads the layers of this rank's stages from `step_dir` (described by
   // `manifest`, ReadManifest) into the parameters and the AdamW state, bit
-  // for bit, whatever plan wrote it. Local (the caller agrees on the
+  // for bit, whatever plan, dp size or optimizer sharding wrote it (ZeRO-1
+  // shards are joined and re-sliced for this run: ReadLayerFiles). Local (the caller agrees on the
   // outcome). Errors: those of LoadLayerFiles (checkpoint_io.h): a missing,
   // truncated or corrupt file, a missing or mis-shaped tensor, each naming
   // the file, before any parameter changes.

@@ -102,6 +102,7 @@ StatusOr<ExportSummary> ExportHfModel(const std::string& checkpoint, const std::
   const bool fp64 = manifest.dtype == "float64";
   ExportSummary summary;
   for (const CheckpointFile& f : manifest.files) {
+    if (f.shard >= 0) continue;  // ZeRO-1 optimizer state only
     PW_RETURN_IF_ERROR(VerifyCheckpointFile(step_dir, f));
     PW_ASSIGN_OR_RETURN(std::unique_ptr<safetensors::File> file, safetensors::File::Open(step_dir + "/" + f.name));
     for (const auto& [ours, info] : file->tensors()) {

@@ -158,6 +158,7 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         // Outside any batch (batches are runs of SEND/RECV): every send in
         // flight has its request id (NCCL: its completion event) by now.
         PW_RETURN_IF_ERROR(poll_sends());
+        st = backend.Progress();
         break;
       }
       case ActionType::kOverlapFB: {
@@ -176,6 +177,7 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         mark(i, c0, c1);
         if (!st.ok()) break;
         PW_RETURN_IF_ERROR(poll_sends());
+        st = backend.Progress();
         break;
       }
       case ActionType::kSendF:

@@ -66,6 +66,12 @@ class StageBackend {
   // waits for it before the optimizer step). Default: InvalidArgument (a
   // backend of one replica, dp_size 1).
   virtual Status ReduceGradients(int stage);
+  // Called after every compute action (F/B/I/W): lets a backend drive the
+  // progress of its collectives in flight (Open MPI progresses a
+  // non-blocking collective only inside MPI calls: without this, a reduction
+  // started by REDUCE_GRAD advances only while the rank happens to wait on a
+  // message). Must not block. Default: nothing.
+  virtual Status Progress() { return Status::Ok(); }
   // After every send completed: drop per-step state (messages, activations).
   virtual Status EndStep() = 0;
 };

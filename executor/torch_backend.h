@@ -107,6 +107,10 @@ class TorchStageBackend : public StageBackend {
     return reduce_grad_ ? reduce_grad_(stage) : StageBackend::ReduceGradients(stage);
   }
   void SetGradReduction(std::function<Status(int stage)> fn) { reduce_grad_ = std::move(fn); }
+  // Progress: calls the function set by SetProgress (the engine's
+  // DataParallelSync::Progress), else nothing.
+  Status Progress() override { return progress_ ? progress_() : Status::Ok(); }
+  void SetProgress(std::function<Status()> fn) { progress_ = std::move(fn); }
 
   WeightGradStore& store() { return store_; }
   std::map<int, models::GptStage>& stages() { return stages_; }
@@ -142,6 +146,7 @@ class TorchStageBackend : public StageBackend {
   torch::Tensor loss_sum_;
   int live_graphs_after_step_ = 0;
   std::function<Status(int stage)> reduce_grad_;  // data-parallel runs only
+  std::function<Status()> progress_;              // data-parallel runs only
 };
 
 }  // namespace pw::exec

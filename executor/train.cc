@@ -271,9 +271,14 @@ StatusOr<double> WriteCheckpointTo(RunContext& run, const std::string& dir, int 
   if (!report) return max_s;
   PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
   if (run.printer) {
-    std::fprintf(run.out, "checkpoint %s | %zu layer files, %lld bytes | %.3f s | fnv1a64 %s\n", dir.c_str(),
-                 static_cast<size_t>(run.plan.model->num_layers + 2), static_cast<long long>(bytes), max_s,
-                 digest.c_str());
+    const size_t layer_files = static_cast<size_t>(run.plan.model->num_layers + 2);
+    const std::string shards =
+        run.engine.distributed_optimizer()
+            ? " + " + std::to_string(layer_files * static_cast<size_t>(run.engine.dp_size())) +
+                  " ZeRO-1 optimizer shard files"
+            : "";
+    std::fprintf(run.out, "checkpoint %s | %zu layer files%s, %lld bytes | %.3f s | fnv1a64 %s\n", dir.c_str(),
+                 layer_files, shards.c_str(), static_cast<long long>(bytes), max_s, digest.c_str());
     std::fflush(run.out);
   }
   ++run.summary.checkpoints_written;
@@ -449,17 +454,6 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
-  // Every rank has the same options and plan: all refuse together.
-  if (engine->distributed_optimizer() && (!options.checkpoint_dir.empty() || !options.resume.empty() ||
-                                          !options.save_dir.empty() || options.sample_tokens > 0))
-    return Status::InvalidArgument(std::string(!options.resume.empty()           ? "--resume " + options.resume
-                                               : !options.checkpoint_dir.empty() ? "--checkpoint-dir " +
-                                                                                       options.checkpoint_dir
-                                               : !options.save_dir.empty()       ? "--save " + options.save_dir
-                                                                                 : std::string("--sample")) +
-                                   ": checkpoints of a ZeRO-1 run (plan training.distributed_optimizer, "
-                                   "--use-distributed-optimizer) are not supported yet (the AdamW state is sharded "
-                                   "over the data-parallel ranks); plan without it to checkpoint");
   RunSummary summary;
   RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
                  options.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan),

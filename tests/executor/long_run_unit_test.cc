@@ -156,6 +156,54 @@ TEST(Checkpoint, ManifestRoundTripAndRefusals) {
   std::filesystem::remove_all(root);
 }
 
+// ZeRO-1 manifests: shard entries round-trip with their index, the layer
+// file lookup skips them, ManifestShardFilesOf returns them in shard order and
+// names a shard the manifest lacks; a shard index out of range is refused.
+TEST(Checkpoint, Zero1ShardEntries) {
+  const std::string dir = ::testing::TempDir() + "/pw_ckpt_zero1_unit";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto model = ParseModelConfig(nlohmann::json::parse(R"({"model_type": "gpt2", "n_layer": 1, "n_embd": 16,
+      "n_head": 2, "n_positions": 16, "vocab_size": 256})"), "test");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  CheckpointManifest m;
+  m.dtype = "float64";
+  m.model = CheckpointModelJson(*model);
+  m.dp_size = 2;
+  m.optimizer_shards = 2;
+  EXPECT_EQ(CheckpointShardFileName("block.0", 1, 2), "block.0.adamw_shard_1_of_2.safetensors");
+  m.files = {{"block.0.safetensors", "block.0", 10, "0000000000000001"},
+             {CheckpointShardFileName("block.0", 1, 2), "block.0", 12, "0000000000000003", 1},
+             {CheckpointShardFileName("block.0", 0, 2), "block.0", 11, "0000000000000002", 0},
+             {"head.safetensors", "head", 13, "0000000000000004"},
+             {CheckpointShardFileName("head", 0, 2), "head", 14, "0000000000000005", 0}};
+  ASSERT_TRUE(WriteManifest(dir, m).ok());
+  StatusOr<CheckpointManifest> back = ReadManifest(dir);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->optimizer_shards, 2);
+  ASSERT_EQ(back->files.size(), 5u);
+  EXPECT_EQ(back->files[1].shard, 1);
+  EXPECT_EQ(back->files[0].shard, -1);
+  StatusOr<CheckpointFile> layer = ManifestFileOf(*back, dir, "block.0");
+  ASSERT_TRUE(layer.ok());
+  EXPECT_EQ(layer->name, "block.0.safetensors");
+  StatusOr<std::vector<CheckpointFile>> shards = ManifestShardFilesOf(*back, dir, "block.0");
+  ASSERT_TRUE(shards.ok()) << shards.status().ToString();
+  ASSERT_EQ(shards->size(), 2u);
+  EXPECT_EQ((*shards)[0].digest, "0000000000000002");
+  EXPECT_EQ((*shards)[1].digest, "0000000000000003");
+  Status missing = ManifestShardFilesOf(*back, dir, "head").status();
+  EXPECT_NE(missing.message().find("no ZeRO-1 optimizer shard 1 of 2 for layer 'head' "
+                                   "(head.adamw_shard_1_of_2.safetensors)"),
+            std::string::npos)
+      << missing.ToString();
+  m.files[2].shard = 2;  // >= optimizer_shards
+  ASSERT_TRUE(WriteManifest(dir, m).ok());
+  Status bad = ReadManifest(dir).status();
+  EXPECT_NE(bad.message().find("has shard 2, optimizer_shards is 2"), std::string::npos) << bad.ToString();
+  std::filesystem::remove_all(dir);
+}
+
 // A layer file against its manifest entry: missing, truncated, corrupt (one
 // flipped byte), each named with the file and what was expected.
 TEST(Checkpoint, TruncatedOrCorruptFilesAreNamed) {
