@@ -161,7 +161,7 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
   std::set<int> dropped_reduce_stages;
   for (size_t row = 0; row < lines.size(); ++row) {
     // Sends of this row not yet waited for: (type, stage, mb).
-    std::set<std::tuple<int, int, int>> pending_sends;
+    std::multiset<std::tuple<int, int, int>> pending_sends;
     size_t start = 0;
     int column = 1;
     while (true) {
@@ -193,11 +193,13 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
             case RuntimeOnly::kWaitSendB: {
               const bool fwd = t.kind == RuntimeOnly::kWaitSendF;
               const ActionType send = fwd ? ActionType::kSendF : ActionType::kSendB;
-              if (pending_sends.erase({static_cast<int>(send), t.stage, t.microbatch}) == 0)
+              const auto sent = pending_sends.find({static_cast<int>(send), t.stage, t.microbatch});
+              if (sent == pending_sends.end())
                 return Status::InvalidArgument(
                     at + ": '" + std::to_string(t.stage) + (fwd ? "WAIT_SEND_F" : "WAIT_SEND_B") +
                     std::to_string(t.microbatch) + "' waits for '" + MakeAction(t.stage, send, t.microbatch).ToString() +
                     "', which is not an earlier, not yet waited-for send of this row");
+              pending_sends.erase(sent);
               ++dropped[fwd ? "WAIT_SEND_F" : "WAIT_SEND_B"];
               break;
             }
