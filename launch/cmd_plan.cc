@@ -15,6 +15,7 @@
 #include "planner/explain.h"
 #include "planner/planner.h"
 #include "plan/plan.h"
+#include "schedules/csv.h"
 
 namespace pw::cli {
 
@@ -25,6 +26,7 @@ struct PlanCommandOptions {
   std::string profile;
   std::string device;
   std::string output = "plan.json";
+  std::string csv;  // --csv FILE: the chosen plan as a compute-only PyTorch CSV
   int pp = 0;
   int dp = 1;
   int num_devices = 0;
@@ -88,6 +90,16 @@ void PrintModelLine(const PlanCommandOptions& c, const PlannerModel& model, cons
               dp > 1 ? (" x D=" + std::to_string(dp)).c_str() : "");
 }
 
+// --csv FILE: the chosen plan's compute order as the compute-only PyTorch CSV
+// that torchtitan's pipeline_parallel_schedule_csv reads (docs/PLAN_FORMAT.md).
+Status WriteCsvIfAsked(const PlanCommandOptions& c, const Plan& plan) {
+  if (c.csv.empty()) return Status::Ok();
+  PW_RETURN_IF_ERROR(WriteFileAtomic(c.csv, ScheduleToCsv(PlanProgram(plan), CsvFormat::kComputeOnly)));
+  if (c.format != "json")
+    std::printf("wrote %s (compute_only PyTorch CSV: %d rows, one per pipeline rank)\n", c.csv.c_str(), plan.pp_size);
+  return Status::Ok();
+}
+
 // --num-devices N: one search per split P x D = N; the best split's plan is
 // written, and every split is reported (its best candidate or why none fits).
 Status RunDeviceSplits(const PlanCommandOptions& c, const PlannerModel& model, const PlannerOptions& o,
@@ -103,6 +115,7 @@ Status RunDeviceSplits(const PlanCommandOptions& c, const PlannerModel& model, c
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(best.result, model, chosen));
   plan.planner["device_splits"] = DeviceSplitsToJson(search);
   PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
+  PW_RETURN_IF_ERROR(WriteCsvIfAsked(c, plan));
   if (c.format == "json") {
     nlohmann::json table = DeviceSplitsToJson(search);
     table["plan_file"] = c.output;
@@ -242,6 +255,7 @@ Status RunPlan(const PlanCommandOptions& c) {
   }
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*result, model, o));
   PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
+  PW_RETURN_IF_ERROR(WriteCsvIfAsked(c, plan));
   if (c.format == "json") {
     nlohmann::json table = CandidatesToJson(*result);
     table["plan_file"] = c.output;
@@ -311,6 +325,9 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output, "plan file to write")->capture_default_str();
+  cmd->add_option("--csv", opts->csv,
+                  "also write the chosen schedule as a compute-only PyTorch CSV (torchtitan's "
+                  "pipeline_parallel_schedule_csv)");
   cmd->callback([opts, cmd, &ctx]() {
     opts->given.clear();
     for (const char* name : {"--pipeline-model-parallel-size", "--data-parallel-size", "--num-devices",

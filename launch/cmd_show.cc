@@ -11,6 +11,7 @@
 #include "launch/commands.h"
 #include "launch/summary.h"
 #include "plan/plan.h"
+#include "schedules/csv.h"
 #include "viz/ascii_timeline.h"
 #include "viz/chrome_trace.h"
 #include "viz/diff.h"
@@ -31,6 +32,7 @@ struct ShowOptions {
   int width = 0;     // 0 = $COLUMNS or 120
   std::string costs = "1,1,1";
   std::string window = "auto";
+  std::string csv_format = "compute_only";
 };
 
 Status Run(const ShowOptions& o) {
@@ -40,7 +42,9 @@ Status Run(const ShowOptions& o) {
   viz::LoadOptions lo;
   PW_ASSIGN_OR_RETURN(lo.csv_cost, ParseCostsFlag("--costs", o.costs, /*allow_b=*/false));
   PW_ASSIGN_OR_RETURN(viz::LoadedInput in, viz::LoadForShow(o.input, lo));
-  for (const std::string& n : in.notes) std::fprintf(stderr, "pipewright show: note: %s\n", n.c_str());
+  for (const std::string& n : in.notes)
+    std::fprintf(stderr, "pipewright show: %s%s\n",
+                 n.rfind("note: ", 0) == 0 || n.rfind("warning: ", 0) == 0 ? "" : "note: ", n.c_str());
   const bool to_stdout = o.output.empty() || o.output == "-";
   int width = o.width;
   if (width <= 0) {
@@ -71,6 +75,12 @@ Status Run(const ShowOptions& o) {
     } else {
       return Status::InvalidArgument("--format " + o.format + ": the diff view (--plan) is ascii or html");
     }
+  } else if (o.format == "csv") {
+    if (!in.program)
+      return Status::InvalidArgument("--format csv: '" + o.input +
+                                     "' is a trace; a PyTorch CSV is written from a plan file or a CSV");
+    text = ScheduleToCsv(*in.program,
+                         o.csv_format == "compute_comms" ? CsvFormat::kComputeComms : CsvFormat::kComputeOnly);
   } else if (o.format == "ascii") {
     text = viz::RenderAscii(in.timeline, viz::AsciiOptions{width, color, o.window == "auto"});
   } else if (o.format == "svg") {
@@ -103,8 +113,9 @@ void RegisterShowCommand(CLI::App& app, CommandContext& ctx) {
                   "trace (show --format trace, run --trace)")
       ->required();
   sub->add_option("--format", opts->format,
-                  "ascii (terminal) | svg | html (self-contained page) | trace (Chrome/Perfetto JSON, µs)")
-      ->check(CLI::IsMember({"ascii", "svg", "html", "trace"}))
+                  "ascii (terminal) | svg | html (self-contained page) | trace (Chrome/Perfetto JSON, µs) | csv "
+                  "(PyTorch schedule CSV, see --csv-format)")
+      ->check(CLI::IsMember({"ascii", "svg", "html", "trace", "csv"}))
       ->capture_default_str();
   sub->add_option("-o,--output", opts->output, "Write to FILE (atomically) instead of stdout");
   sub->add_option("--plan", opts->plan,
@@ -118,6 +129,11 @@ void RegisterShowCommand(CLI::App& app, CommandContext& ctx) {
                   "auto: a long step (many microbatches) is drawn as warm-up + 2 steady-state periods, a marked "
                   "compressed middle, 2 periods + cool-down | all: the whole step (ascii, svg, html)")
       ->check(CLI::IsMember({"auto", "all"}))
+      ->capture_default_str();
+  sub->add_option("--csv-format", opts->csv_format,
+                  "With --format csv: compute_only (torchtitan's pipeline_parallel_schedule_csv) | compute_comms "
+                  "(PyTorch's _load_csv(format=\"compute_comms\"))")
+      ->check(CLI::IsMember({"compute_only", "compute_comms"}))
       ->capture_default_str();
   sub->add_option("--costs", opts->costs, "F,I,W seconds per microbatch of every stage, for a CSV input")
       ->capture_default_str();

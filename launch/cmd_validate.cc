@@ -21,6 +21,7 @@ namespace {
 struct ValidateOptions {
   std::string file;
   bool strict = false;
+  int dp_size = 1;  // --dp-size: data-parallel replicas a CSV's schedule runs with
 };
 
 bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); }
@@ -72,7 +73,11 @@ Status ValidatePlanFile(const ValidateOptions& o, const std::string& text) {
 }
 
 Status ValidateCsvFile(const ValidateOptions& o, const std::string& text) {
-  PW_ASSIGN_OR_RETURN(Program program, ParseScheduleCsv(text, o.file));
+  std::vector<std::string> notes;
+  CsvReadOptions ro;
+  ro.dp_size = o.dp_size;
+  PW_ASSIGN_OR_RETURN(Program program, ParseScheduleCsv(text, o.file, &notes, ro));
+  for (const std::string& n : notes) std::fprintf(stderr, "pipewright validate: %s\n", n.c_str());
   const bool comms = program.HasComms();
   pw::ValidateOptions vo;
   vo.rendezvous = false;
@@ -114,6 +119,11 @@ void RegisterValidateCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand("validate", "Check a plan file (JSON) or a PyTorch schedule CSV");
   sub->add_option("file", opts->file, "plan.json or schedule.csv")->required();
   sub->add_flag("--strict", opts->strict, "Also fail on the rendezvous (unbuffered send) check");
+  sub->add_option("--dp-size", opts->dp_size,
+                  "CSV only: data-parallel replicas the schedule runs with (1: REDUCE_GRAD cells are dropped with a "
+                  "note; more: kept, one per stage)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   sub->callback([opts, &ctx]() {
     Status st = Run(*opts);
     if (!st.ok()) Fail(ctx, "validate", st);

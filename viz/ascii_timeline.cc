@@ -100,7 +100,13 @@ bool LabelsFitInline(const Timeline& t, const std::vector<RankCells>& cells) {
         c += run;
         continue;
       }
-      if (cell[c] >= 0 && run < 1 + Digits(t.ranks[r].compute[cell[c]].action.microbatch)) return false;
+      if (cell[c] >= 0) {
+        const Action& a = t.ranks[r].compute[cell[c]].action;
+        // A pair shows "F<mb>&B<mb>", each half in its half of the run.
+        const int need = IsOverlap(a.type) ? 2 * (2 + std::max(Digits(a.microbatch), Digits(a.b_microbatch)))
+                                           : 1 + Digits(a.microbatch);
+        if (run < need) return false;
+      }
       c += run;
     }
   }
@@ -123,7 +129,8 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   const double min_dur = ShortestAction(t);
   int max_microbatch = 0;
   for (const TimelineRank& r : t.ranks)
-    for (const TimelineBlock& b : r.compute) max_microbatch = std::max(max_microbatch, b.action.microbatch);
+    for (const TimelineBlock& b : r.compute)
+      max_microbatch = std::max({max_microbatch, b.action.microbatch, b.action.b_microbatch});
   std::string out = Fmt("%s: %s, P=%d ranks, S=%d stages, m=%d microbatches\n", t.title.c_str(), t.kind.c_str(),
                         t.pp_size, t.num_stages, t.num_microbatches);
   if (t.makespan_s <= 0 || min_dur <= 0) return out + "(no compute time to draw)\n";
@@ -190,6 +197,7 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
 
   std::vector<RankCells> cells;
   bool any_mixed = false;
+  bool any_pair = false;  // an OVERLAP_F_B drawn: explain it in the legend
   for (int r = 0; r < t.pp_size; ++r) {
     RankCells rc;
     for (size_t k = 0; k < win.spans.size(); ++k) {
@@ -225,6 +233,27 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
         if (!inline_numbers)
           for (int i = c; i < c + run; ++i)
             if (rc.mixed_microbatch[i] >= 0) PutDigits(rc.mixed_microbatch[i], i, &digits);
+      } else if (IsOverlap(blocks[rc.cell[c]].action.type)) {
+        // An overlapped pair: its F half then its B half, joined by '&'
+        // ("F7ff&B3bb"), each half in its own colour: one action, two halves.
+        const Action& a = blocks[rc.cell[c]].action;
+        const int half = (run + 1) / 2;
+        std::string f = "F", b = run - half >= 1 ? "&" : "";
+        if (run - half >= 2) b += "B";
+        if (inline_numbers) {
+          f += std::to_string(a.microbatch);
+          b += std::to_string(a.b_microbatch);
+        } else {
+          PutDigits(a.microbatch, c, &digits);
+          if (run - half >= 2) PutDigits(a.b_microbatch, c + half + 1, &digits);
+        }
+        f.resize(std::max<size_t>(f.size(), half), 'f');
+        f.resize(half);
+        b.resize(std::max<size_t>(b.size(), run - half), 'b');
+        b.resize(run - half);
+        text = options.color ? std::string(AnsiColor(ActionType::kF)) + f + AnsiColor(ActionType::kB) + b + "\x1b[0m"
+                             : f + b;
+        any_pair = true;
       } else {
         const Action& a = blocks[rc.cell[c]].action;
         char letter = ActionTypeName(a.type)[0];
@@ -249,6 +278,8 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
     out += "  an action: its letter, its microbatch, then lower case to its end (F12ff = F of microbatch 12)\n";
   else
     out += "  an action: its letter, then lower case to its end; its microbatch reads downwards in the ':' lines\n";
+  if (any_pair)
+    out += "  F7ff&B3bb = an overlapped pair (OVERLAP_F_B): F of one stage and B of another run as one action\n";
   if (any_mixed)
     out += "  * = several actions in one column; the ':' lines under a * give the microbatch they share, if one\n";
   if (win.Compressed()) {

@@ -71,16 +71,20 @@ StatusOr<LoadedInput> LoadForShow(const std::string& path, const LoadOptions& op
                           " but simulating the plan gives " + std::to_string(got) +
                           " (the file's predictions are stale; showing the simulation)");
     out.plan_hash = PlanHash(plan);
+    out.program = PlanProgram(plan);
     out.plan = std::move(plan);
     return out;
   }
   out.kind = InputKind::kCsv;
-  PW_ASSIGN_OR_RETURN(Program program, ParseScheduleCsv(text, path));
+  std::vector<std::string> csv_notes;
+  PW_ASSIGN_OR_RETURN(Program program, ParseScheduleCsv(text, path, &csv_notes));
+  for (std::string& n : csv_notes) out.notes.push_back(std::move(n));
   StageCosts costs = UniformCosts(program.num_stages, options.csv_cost);
   StatusOr<PipelineResult> run = SimulateOrder(program, costs);
   if (!run.ok()) return run.status().WithContext(path);
   out.timeline = TimelineFromSimulation(run->lowered, costs, run->sim, "imported schedule (" + BaseName(path) + ")",
                                         "custom", std::nullopt);
+  out.program = std::move(run->lowered);
   return out;
 }
 

@@ -25,6 +25,7 @@ struct LoadedInput {
   InputKind kind = InputKind::kPlan;
   Timeline timeline;
   std::optional<Plan> plan;         // set for kPlan
+  std::optional<Program> program;   // the lowered program drawn (kPlan, kCsv); unset for traces
   std::string plan_hash;            // PlanHash of the plan, or the trace's otherData.plan_hash
   std::vector<std::string> notes;   // warnings for the user (e.g. stale "predicted" numbers)
 };

@@ -19,6 +19,7 @@ constexpr double kAxis = 36;        // tick labels under the lanes
 constexpr double kMemHeight = 44;
 constexpr double kMemPitch = 56;
 constexpr double kLegend = 40;
+constexpr const char* kPairOutline = "#1a1a1a";  // the outline that joins an OVERLAP_F_B pair's halves
 
 // Pixel coordinates: 3 decimals, trailing zeros dropped (deterministic).
 std::string N(double x) {
@@ -130,12 +131,57 @@ int SenderBlock(const Timeline& t, const TimelineMessage& m) {
   const bool fwd = m.send.type == ActionType::kSendF;
   const auto& blocks = t.ranks[m.src_rank].compute;
   for (size_t k = 0; k < blocks.size(); ++k) {
-    const Action& a = blocks[k].action;
+    // A pair sends what either half produces: look at its F half for a
+    // forward message and at its B half for a backward one.
+    const Action a = fwd ? ForwardHalf(blocks[k].action) : BackwardHalf(blocks[k].action);
     if (a.stage != m.send.stage || a.microbatch != m.send.microbatch) continue;
     if (fwd ? a.type == ActionType::kF : (a.type == ActionType::kB || a.type == ActionType::kI))
       return static_cast<int>(k);
   }
   return -1;
+}
+
+// Index of `stage` among the rank's stages (0 for its first): the colour shade.
+int ChunkOf(const TimelineRank& tr, int stage) {
+  return static_cast<int>(std::find(tr.stages.begin(), tr.stages.end(), stage) - tr.stages.begin());
+}
+
+// An OVERLAP_F_B pair: one action, so one outlined box, split into its F
+// half (left, forward colour, F's microbatch) and its B half (right, backward
+// colour, B's microbatch) with a "&" where they join, under a dark outline;
+// the block rect (class "blk OVERLAP_F_B", hover title) is transparent on top.
+std::string PairBlock(int r, const TimelineBlock& b, double x, double y, double w, int f_chunk, int b_chunk, bool hi,
+                      const std::string& title, const std::string& t0, const std::string& t1) {
+  const double h = w / 2;
+  const std::string fmb = std::to_string(b.action.microbatch), bmb = std::to_string(b.action.b_microbatch);
+  const std::string name = b.action.ToString();
+  std::string s = "<g class=\"pair\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name + "\">";
+  s += "<rect class=\"half F\" x=\"" + N(x) + "\" y=\"" + N(y) + "\" width=\"" + N(h) + "\" height=\"" +
+       N(kLaneHeight) + "\" fill=\"" + BlockColor(ActionType::kF, f_chunk) + "\"/>";
+  s += "<rect class=\"half B\" x=\"" + N(x + h) + "\" y=\"" + N(y) + "\" width=\"" + N(w - h) + "\" height=\"" +
+       N(kLaneHeight) + "\" fill=\"" + BlockColor(ActionType::kB, b_chunk) + "\"/>";
+  const auto text = [&](double cx, const std::string& label) {
+    return "<text class=\"mb\" x=\"" + N(cx) + "\" y=\"" + N(y + kLaneHeight / 2) +
+           "\" text-anchor=\"middle\" dominant-baseline=\"central\" fill=\"#ffffff\" font-size=\"11\" "
+           "pointer-events=\"none\">" +
+           label + "</text>";
+  };
+  if (h >= 7.0 * std::max(fmb.size(), bmb.size()) + 6) {
+    s += text(x + h / 2, fmb) + text(x + h + (w - h) / 2, bmb);
+    s += "<text class=\"join\" x=\"" + N(x + h) + "\" y=\"" + N(y + kLaneHeight / 2) +
+         "\" text-anchor=\"middle\" dominant-baseline=\"central\" fill=\"#111\" font-size=\"10\" "
+         "font-weight=\"bold\" pointer-events=\"none\">&amp;</text>";
+  }
+  // The outline (inset by half its width, so it stays inside the block),
+  // then the block itself on top: exact geometry, transparent, hover title.
+  s += "<rect class=\"pairbox\" x=\"" + N(x + 0.75) + "\" y=\"" + N(y + 0.75) + "\" width=\"" +
+       N(std::max(0.5, w - 1.5)) + "\" height=\"" + N(kLaneHeight - 1.5) + "\" rx=\"3\" fill=\"none\" stroke=\"" +
+       kPairOutline + "\" stroke-width=\"1.5\" pointer-events=\"none\"/>";
+  s += "<rect class=\"blk OVERLAP_F_B" + std::string(hi ? " crit" : "") + "\" data-rank=\"" + std::to_string(r) +
+       "\" data-action=\"" + name + "\" data-start=\"" + t0 + "\" data-end=\"" + t1 + "\" x=\"" + N(x) + "\" y=\"" +
+       N(y) + "\" width=\"" + N(w) + "\" height=\"" + N(kLaneHeight) +
+       "\" fill=\"#ffffff\" fill-opacity=\"0\"><title>" + title + "</title></rect></g>\n";
+  return s;
 }
 
 }  // namespace
@@ -180,6 +226,12 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
 
   // The hover text of a block, shared by the block and its hover target.
   auto block_title = [&](int r, const TimelineBlock& b, bool hi) {
+    if (IsOverlap(b.action.type))
+      return XmlEscape(Fmt("rank %d: %s, an overlapped pair run as one action: F of stage %d microbatch %d with B of "
+                           "stage %d microbatch %d, %s .. %s, %s%s",
+                           r, b.action.ToString().c_str(), b.action.stage, b.action.microbatch, b.action.b_stage,
+                           b.action.b_microbatch, FormatSeconds(b.start).c_str(), FormatSeconds(b.end).c_str(),
+                           FormatSeconds(b.end - b.start).c_str(), hi ? ", on the critical path" : ""));
     return XmlEscape(Fmt("rank %d: %s (stage %d, microbatch %d) %s .. %s, %s%s", r, b.action.ToString().c_str(),
                          b.action.stage, b.action.microbatch, FormatSeconds(b.start).c_str(),
                          FormatSeconds(b.end).c_str(), FormatSeconds(b.end - b.start).c_str(),
@@ -207,6 +259,15 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
       int chunk = static_cast<int>(std::find(tr.stages.begin(), tr.stages.end(), b.action.stage) - tr.stages.begin());
       std::string name = b.action.ToString();
       bool hi = o.highlight.count({r, b.index}) > 0;
+      if (IsOverlap(b.action.type)) {
+        s += PairBlock(r, b, x, y, w, ChunkOf(tr, b.action.stage), ChunkOf(tr, b.action.b_stage), hi,
+                       block_title(r, b, hi), T(b.start), T(b.end));
+        if (hi)
+          bars += "<rect class=\"critbar\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name +
+                  "\" x=\"" + N(x) + "\" y=\"" + N(y + kLaneHeight + 1.5) + "\" width=\"" + N(w) +
+                  "\" height=\"3\" fill=\"#d62728\" pointer-events=\"none\"/>\n";
+        continue;
+      }
       s += "<rect class=\"blk " + std::string(ActionTypeName(b.action.type)) + (hi ? " crit" : "") +
            "\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name + "\" data-start=\"" + T(b.start) +
            "\" data-end=\"" + T(b.end) + "\" x=\"" + N(x) + "\" y=\"" + N(y) + "\" width=\"" + N(w) +
@@ -416,6 +477,18 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
   if (std::any_of(t.ranks.begin(), t.ranks.end(), [](const TimelineRank& r) { return r.stages.size() > 1; })) {
     s += "<text x=\"" + N(lx) + "\" y=\"" + N(ly + 1) + "\" fill=\"#555\">lighter: a rank's 2nd/4th.. stage</text>\n";
     lx += 205;
+  }
+  const bool pairs = std::any_of(t.ranks.begin(), t.ranks.end(), [](const TimelineRank& r) {
+    return std::any_of(r.compute.begin(), r.compute.end(), [](const TimelineBlock& b) { return IsOverlap(b.action.type); });
+  });
+  if (pairs) {
+    s += "<g class=\"pairkey\"><rect x=\"" + N(lx) + "\" y=\"" + N(ly - 10) + "\" width=\"12\" height=\"14\" fill=\"" +
+         BlockColor(ActionType::kF) + "\"/><rect x=\"" + N(lx + 12) + "\" y=\"" + N(ly - 10) +
+         "\" width=\"12\" height=\"14\" fill=\"" + BlockColor(ActionType::kB) + "\"/><rect x=\"" + N(lx + 0.75) +
+         "\" y=\"" + N(ly - 9.25) + "\" width=\"22.5\" height=\"12.5\" rx=\"3\" fill=\"none\" stroke=\"" + kPairOutline +
+         "\" stroke-width=\"1.5\"/><text x=\"" + N(lx + 28) + "\" y=\"" + N(ly + 1) +
+         "\">F&amp;B pair (OVERLAP_F_B): one action</text></g>\n";
+    lx += 250;
   }
   if (!o.highlight.empty()) {
     s += "<rect x=\"" + N(lx) + "\" y=\"" + N(ly - 1) + "\" width=\"18\" height=\"3\" fill=\"#d62728\"/><text x=\"" +

@@ -146,4 +146,17 @@ tail -n 4 "$T/l7.txt" | grep -q '^chosen: ' || fail "the chosen plan is not at t
   --format json -o "$T/l7.json" > "$T/l7.jsonout" || fail "--format json failed"
 python3 -c "import json,sys; t=json.load(open(sys.argv[1])); assert len(t['candidates'])>100 and t['plan_file'] and t['plan_hash'], t.keys()" \
   "$T/l7.jsonout" || fail "--format json is not the candidate table"
+# --csv: the chosen plan as torchtitan's compute-only CSV; it reads back (validate)
+# to the plan's compute order, and `show --format csv` of the plan prints the same bytes.
+"$PW" plan --model-config gpt2 --device A100-40GB --pp 4 --global-batch-size 16 --micro-batch-size 2 \
+  --max-virtual-stages 2 --no-min-pp -o "$T/csvplan.json" --csv "$T/csvplan.csv" > "$T/csvout.txt" || fail "plan --csv failed"
+grep -q "^wrote $T/csvplan.csv (compute_only PyTorch CSV: 4 rows" "$T/csvout.txt" || fail "plan --csv did not say it wrote the CSV"
+[ "$(wc -l < "$T/csvplan.csv")" = 4 ] || fail "plan --csv: not one row per rank"
+! grep -q "SEND\|RECV" "$T/csvplan.csv" || fail "plan --csv: compute-only CSV holds messages"
+"$PW" validate "$T/csvplan.csv" > /dev/null || fail "plan --csv output does not validate"
+"$PW" show "$T/csvplan.json" --format csv > "$T/shown.csv" || fail "show --format csv failed"
+cmp -s "$T/shown.csv" "$T/csvplan.csv" || fail "show --format csv differs from plan --csv"
+"$PW" show "$T/csvplan.json" --format csv --csv-format compute_comms > "$T/shown_comms.csv" || fail "show compute_comms failed"
+grep -q "WAIT_SEND_F" "$T/shown_comms.csv" || fail "show --csv-format compute_comms has no WAIT_SEND_F"
+"$PW" validate --strict "$T/shown_comms.csv" > /dev/null 2>&1 || fail "show compute_comms output does not validate"
 echo "plan CLI: OK"

@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -165,6 +167,72 @@ TEST_F(Browser, HtmlPagesRenderAtPFourMEight) {
     // each at least ~15 x 24 px on a 1100 px axis.
     EXPECT_GT(f_pixels, 4 * 8 * 15 * 20 / (std::string(name) == "1f1b" ? 1 : 2)) << name;
   }
+}
+
+// DualPipeV's OVERLAP_F_B pairs: each is drawn as one outlined box whose left
+// half has the forward colour and right half the backward colour (of each
+// half's own stage shade), so a reader sees one action made of two halves.
+// Ordinary blocks carry no dark outline.
+TEST_F(Browser, DualPipeVPairsShowBothHalvesInOneOutline) {
+  auto s = SimulateSchedule("dualpipev", 4, 8);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const Timeline& t = s->timeline;
+  SvgOptions o;
+  o.window = false;
+  const SvgGeometry g = LayoutSvg(t, o);
+  Image img;
+  Render("dualpipev_p4_m8.svg", SvgDocument(t, o), g.width, g.height, &img);
+  if (HasFatalFailure()) return;
+  int pairs = 0, plain = 0;
+  for (int r = 0; r < t.pp_size; ++r) {
+    const TimelineRank& tr = t.ranks[r];
+    auto chunk = [&](int stage) {
+      return static_cast<int>(std::find(tr.stages.begin(), tr.stages.end(), stage) - tr.stages.begin());
+    };
+    for (const TimelineBlock& b : tr.compute) {
+      const double x0 = g.X(b.start), x1 = g.X(b.end);
+      const int y = static_cast<int>(g.LaneTop(r) + g.lane_height * 0.5);
+      const int ytop = static_cast<int>(g.LaneTop(r) + g.lane_height * 0.5 - 7);
+      // The darkest pixel in the 3 px just inside an edge (the 1.5 px
+      // outline lies at x + 0.75, anti-aliased over two pixel columns).
+      auto darkest = [&](double from) {
+        int best = 255 * 3;
+        for (int x = static_cast<int>(std::floor(from)); x <= static_cast<int>(std::floor(from)) + 2; ++x) {
+          const uint8_t* px = img.At(x, ytop);
+          best = std::min(best, int(px[0]) + int(px[1]) + int(px[2]));
+        }
+        return best;
+      };
+      const int left = darkest(x0), right = darkest(x1 - 3);
+      const bool dark = left < 3 * 90;
+      if (!IsOverlap(b.action.type)) {
+        EXPECT_FALSE(dark) << "rank " << r << " " << b.action.ToString() << " has a dark outline (" << left << ")";
+        ++plain;
+        continue;
+      }
+      int f_rgb[3], b_rgb[3];
+      ParseHex(BlockColor(ActionType::kF, chunk(b.action.stage)), f_rgb);
+      ParseHex(BlockColor(ActionType::kB, chunk(b.action.b_stage)), b_rgb);
+      const uint8_t* fpx = img.At(static_cast<int>(x0 + (x1 - x0) * 0.2), ytop);
+      const uint8_t* bpx = img.At(static_cast<int>(x0 + (x1 - x0) * 0.8), ytop);
+      EXPECT_TRUE(Near(fpx, f_rgb, 8)) << "rank " << r << " " << b.action.ToString() << " F half is rgb("
+                                       << int(fpx[0]) << "," << int(fpx[1]) << "," << int(fpx[2]) << ")";
+      EXPECT_TRUE(Near(bpx, b_rgb, 8)) << "rank " << r << " " << b.action.ToString() << " B half is rgb("
+                                       << int(bpx[0]) << "," << int(bpx[1]) << "," << int(bpx[2]) << ")";
+      EXPECT_TRUE(dark) << "rank " << r << " " << b.action.ToString() << " has no outline (left edge r+g+b "
+                        << left << ")";
+      // The outline spans the whole pair: dark at its right edge too.
+      EXPECT_LT(right, 3 * 90) << "rank " << r << " " << b.action.ToString() << " right edge r+g+b " << right;
+      (void)y;
+      ++pairs;
+    }
+  }
+  std::printf("dualpipev P=4 m=8: %d pairs drawn as one outlined F|B box, %d plain blocks without outline\n", pairs,
+              plain);
+  EXPECT_GT(pairs, 20);
+  // The HTML page (the same SVG inside the page's script and styles) renders too.
+  Image page;
+  Render("dualpipev_p4_m8.html", RenderHtmlPage(t), 1400, 900, &page);
 }
 
 TEST_F(Browser, SixteenRanksM128LanesStayReadable) {

@@ -139,5 +139,28 @@ TEST_F(ShowCli, ReportCreatesAMissingOutputDirectory) {
       << err;
 }
 
+// `show --format csv`: a PyTorch-made CSV (torch 2.15's Schedule1F1B, whose
+// last rank numbers its forwards from 1) prints back repaired, with the
+// warning on stderr; a trace has no schedule to write and is refused.
+TEST_F(ShowCli, CsvFormatRepairsTorch1F1BAndRefusesTraces) {
+  const std::string fixture = std::string(PW_SOURCE_DIR) + "/tests/testdata/torch/torch_1f1b_p4_m8_compute_only.csv";
+  const std::string out = dir_ + "/out.csv";
+  std::string err;
+  ASSERT_EQ(Run("show " + fixture + " --format csv -o " + out, &err), 0) << err;
+  EXPECT_NE(err.find("pipewright show: warning: "), std::string::npos) << err;
+  EXPECT_NE(err.find("'3F1' where '3F0' is expected"), std::string::npos) << err;
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string csv = ss.str();
+  EXPECT_EQ(csv.rfind("0F0,0F1,0F2,0F3,0B0,", 0), 0u) << csv;
+  EXPECT_NE(csv.find("\n3F0,3B0,3F1,3B1,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("3F8"), std::string::npos) << csv;
+  std::string plan = Write("p.json", PlanText("1f1b", 2, 2));
+  ASSERT_EQ(Run("show " + plan + " --format trace -o " + dir_ + "/t.trace", &err), 0) << err;
+  EXPECT_EQ(Run("show " + dir_ + "/t.trace --format csv", &err), 2);
+  EXPECT_NE(err.find("is a trace; a PyTorch CSV is written from a plan file or a CSV"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace pw::viz::testing
