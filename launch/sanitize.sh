@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# The sanitizer job (run by launch/test.sh): builds the torch-free part with
-# clang-14 under AddressSanitizer + UndefinedBehaviorSanitizer, with the
-# libFuzzer targets of tests/fuzz, into BUILD_DIR (default build-sanitize),
-# then runs its unit tests and each fuzz target over its seed corpus and a
-# short fixed number of mutations (CTest label fuzz). Any sanitizer report
-# fails the test that made it.
+# The sanitizer job (run by launch/test.sh):
+#  1. the torch-free part built with clang-14 under AddressSanitizer +
+#     UndefinedBehaviorSanitizer, with the libFuzzer targets of tests/fuzz,
+#     into BUILD_DIR (default build-sanitize): its unit tests, then each fuzz
+#     target over its seed corpus and a short fixed number of mutations
+#     (CTest label fuzz);
+#  2. the executor's unit tests (interpreter, communicators, data, launch
+#     environment, host memory: the executor_unit_test binary) built with gcc
+#     under the same sanitizers into BUILD_DIR-executor, run with leak
+#     detection off (Open MPI's and LibTorch's start-up allocations live for
+#     the whole process and are reported as leaks).
+# Any sanitizer report fails the test that made it.
 #   launch/sanitize.sh [BUILD_DIR]
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${1:-$repo/build-sanitize}"
 # -O1: the sanitizers' usual level (fast to compile, full stack traces).
 cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DPW_PLANNER_ONLY=ON -DPW_FUZZ=ON \
-  -DPW_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
+  -DPW_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
@@ -20,3 +26,15 @@ cd "$build_dir"
 # instrumented libraries (it runs in the normal build); the browser test
 # renders pages in Chromium (the normal build runs it).
 ctest --output-on-failure -j "$(nproc)" -L "unit|fuzz" -E "^package\.consumer$"
+
+# 2. The executor unit tests under gcc ASan + UBSan (torch-free: only their
+# own libraries are compiled; configuring still finds LibTorch and MPI).
+exec_dir="${build_dir}-executor"
+cmake -S "$repo" -B "$exec_dir" -G Ninja -DPW_SANITIZE=ON -DPW_BUILD_BENCH=OFF -DPW_WITH_NCCL=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" >/dev/null
+cmake --build "$exec_dir" -j "$(nproc)" --target executor_unit_test
+# The binary runs every test of its sources (from the repository root, as
+# CTest runs them).
+cd "$repo"
+ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1" OMP_NUM_THREADS=1 \
+  "$exec_dir/tests/executor_unit_test"
