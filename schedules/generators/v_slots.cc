@@ -21,9 +21,17 @@ namespace {
 constexpr int kPeriod = 6;            // slots per microbatch and rank: 2 chunks x (F, I, W)
 constexpr const char* kKinds = "FfBbWw";  // index = kind
 
+// Kind index of a grid character (kKinds), -1 for anything else.
+struct KindTable {
+  signed char kind[256];
+  KindTable() {
+    for (int c = 0; c < 256; ++c) kind[c] = -1;
+    for (int k = 0; k < 6; ++k) kind[static_cast<unsigned char>(kKinds[k])] = static_cast<signed char>(k);
+  }
+};
 int KindOf(char c) {
-  const char* p = std::char_traits<char>::find(kKinds, 6, c);
-  return p ? static_cast<int>(p - kKinds) : -1;
+  static const KindTable table;
+  return table.kind[static_cast<unsigned char>(c)];
 }
 
 // ---- fixed blocks (V-Half, V-Min): lists of slot times per kind -------------
@@ -606,13 +614,11 @@ bool ValidVGrid(const Grid& g, int m) {
 // down; W, w with their I) is microbatch 0.
 Grid RepeatBlock(int P, int n, const std::vector<std::array<int, 6>>& block) {
   const int reps = 4 * P + n + 1;
-  Grid g(P);
-  for (int r = 0; r < P; ++r) {
-    std::string period(kPeriod, ' ');
+  Grid g(P, std::string(static_cast<size_t>(reps) * kPeriod, ' '));
+  for (int r = 0; r < P; ++r)
     for (int k = 0; k < 6; ++k)
-      if (block[r][k] >= 0) period[block[r][k]] = kKinds[k];
-    for (int i = 0; i < reps; ++i) g[r] += period;
-  }
+      if (block[r][k] >= 0)
+        for (int i = 0; i < reps; ++i) g[r][static_cast<size_t>(i) * kPeriod + block[r][k]] = kKinds[k];
   auto clear = [&](int r, int pos, int step) {
     while (pos >= 0 && pos < static_cast<int>(g[r].size())) {
       g[r][pos] = ' ';
