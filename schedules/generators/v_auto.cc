@@ -183,8 +183,19 @@ StatusOr<Program> VBlockSearch(const ScheduleRequest& req, const std::vector<dou
   // Blocks repeat in the enumeration (with d' = d every len0 gives the same
   // block): the outcome of each block once.
   std::map<std::vector<std::array<int, 6>>, std::pair<bool, int>> done;
+  // No order's steady step is below the busiest rank's work: once a block
+  // reaches it, later blocks can at best tie (the enumeration's first
+  // optimum is kept, as in the reference), so the search stops.
+  double work = 0;
+  for (int r = 0; r < P; ++r) {
+    double w = 0;
+    for (int s : {r, 2 * P - 1 - r}) w += req.costs.stages[s].f + req.costs.stages[s].i + req.costs.stages[s].w;
+    work = std::max(work, w * m);
+  }
+  bool optimal = false;
   Status error = Status::Ok();
   ForEachVBlock(P, [&](const std::vector<std::array<int, 6>>& block) {
+    if (optimal) return true;
     auto known = done.find(block);
     if (known != done.end()) {
       const int peak = known->second.second;
@@ -212,6 +223,7 @@ StatusOr<Program> VBlockSearch(const ScheduleRequest& req, const std::vector<dou
       best_steady = steady;
       best_peak = peak_bytes;
       best_makespan = makespan;
+      optimal = steady <= work + 1e-9 * std::max(1.0, work);
     }
     return false;
   });
