@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     else if (d < -5e-7) ++s.better;
     else ++s.equal;
     s.worst = std::max(s.worst, d);
-    std::printf("| %s | %d | %d | %s | %s | %.3f | %.3f | %+.3f | %.2f | %.2f | %.0f | %s |\n", c.family.c_str(), c.P,
+    std::printf("| %s | %d | %d | %s | %s | %.4f | %.4f | %+.4f | %.4f | %.4f | %.0f | %s |\n", c.family.c_str(), c.P,
                 c.m, c.profile.c_str(), c.limit.c_str(), c.ref_cost, o.cost, d, c.ref_peak, o.peak, ms, verdict);
     std::fflush(stdout);
   }

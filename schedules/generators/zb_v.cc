@@ -9,10 +9,10 @@
 // at 1F1B's memory (2P stage activations = P microbatches through both of
 // the rank's stages).
 //
-// Two candidates, each scored with Simulate() on the request's per-stage
-// costs (smallest steady_step_s, then makespan; ties keep the greedy; the
-// greedy search is skipped when the hand order meets the lower bounds of
-// both, as it does for unit costs and m >= 2P - 1):
+// Three candidates, each scored with Simulate() on the request's per-stage
+// costs (smallest steady_step_s, then makespan; the searches are skipped
+// when the hand order meets the lower bounds of both, as it does for unit
+// costs and m >= 2P - 1):
 //
 // 1. The hand-derived order of §6 (the structure PyTorch's
 //    ScheduleZBVZeroBubble also uses, docs/ALGORITHMS.md §3). Derivation with unit
@@ -48,6 +48,12 @@
 //    run while inputs are there and the memory limit allows, the second
 //    stage (the returning half of the V) goes first for both F and I, gaps
 //    are filled with W's, and its flag grid is searched.
+// 3. The authors' round construction (zb_v_rounds.cc, their zbv.py), four
+//    flag settings. The run that construction itself would pick (by its own
+//    time estimate) sets a memory cap: only candidates whose largest
+//    per-rank activation peak is within it compete, so ZB-V never needs
+//    more memory than the authors' schedule and is never slower than it
+//    (bench/v_reference_bench, tests/schedules/v_reference_test.cc).
 // The hand order is a candidate only if its peak fits the memory limit.
 //
 // Memory limit: the request's per rank (RankMemoryLimit) if set, else ZB-V's default of 1F1B's
