@@ -55,6 +55,11 @@ const std::vector<Entry>& Registry() {
         "Qi et al. 2024 (controllable memory, arXiv 2405.15362) §3-§4 building block"},
        GenerateVMin,
        {"vmin"}},
+      {{"v-auto", "V-auto", Placement::kV, 2, 2, 2, true,
+        "Qi et al. 2024 (controllable memory, arXiv 2405.15362) §3-§4, App. A adaptive building-block search",
+        true},
+       GenerateVAuto,
+       {"vauto"}},
       {{"interleaved-zb", "Interleaved ZB", Placement::kLoop, 2, 2, 0, true,
         "Narayanan et al. SC'21 §2.2 placement + Qi et al. 2024 (zero bubble) §3.1 W placement (PyTorch "
         "ScheduleInterleavedZeroBubble family)",

@@ -23,6 +23,7 @@ StatusOr<Program> GenerateZBV(const ScheduleRequest& req);             // zb_v.c
 StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req);          // zb_auto.cc
 StatusOr<Program> GenerateVHalf(const ScheduleRequest& req);           // v_half.cc
 StatusOr<Program> GenerateVMin(const ScheduleRequest& req);            // v_min.cc
+StatusOr<Program> GenerateVAuto(const ScheduleRequest& req);           // v_auto.cc
 StatusOr<Program> GenerateInterleavedZB(const ScheduleRequest& req);   // interleaved_zb.cc
 StatusOr<Program> GenerateDualPipeV(const ScheduleRequest& req);       // dualpipev.cc
 
@@ -76,6 +77,30 @@ using BlockOffsetsFn = std::function<std::array<int, 4>(int pp_size, int rank)>;
 // for v != 2 (--virtual-stages); Internal if two offsets share a slot modulo 6.
 // `name` prefixes messages. (The memory limit is GenerateSchedule's check.)
 StatusOr<Program> BuildingBlockV(const ScheduleRequest& req, const BlockOffsetsFn& offsets, const std::string& name);
+
+// V-Half / V-Min (v_half.cc): the block repeated, then squeezed and
+// reordered without raising the peak (v_slots.h FixedBlockSlots); the plain
+// repetition is kept instead only if it is faster on req.costs and needs no
+// more memory on any rank. Errors as BuildingBlockV; Internal if the
+// reordered order does not simulate (a bug).
+StatusOr<Program> FixedBlockV(const ScheduleRequest& req, const BlockOffsetsFn& offsets, const std::string& name);
+
+// V-auto's building-block search (v_auto.cc) under `limits` (activation
+// bytes per rank, size P): the best program by (steady_step_s, makespan) on
+// req.costs among the blocks whose simulated peak fits. Infeasible if none
+// fits; Internal if a block order does not simulate (a bug).
+StatusOr<Program> VBlockSearch(const ScheduleRequest& req, const std::vector<double>& limits);
+
+// ZB-V's round construction as the authors build it (zb_v_rounds.cc): the
+// four (fill_i, fill_f) runs that complete within `limits` (activation
+// bytes per rank), each the best of its approved-bubble re-runs.
+// `own_choice` receives the index the construction itself would pick (the
+// smallest worst bubble by its own time estimate), -1 if none completed.
+std::vector<Program> ZBVRoundCandidates(const ScheduleRequest& req, const std::vector<double>& limits,
+                                        int* own_choice);
+
+// The V-Half block offsets of rank i of P (v_half.cc), for V-auto's pool.
+std::array<int, 4> VHalfOffsets(int P, int i);
 
 // The one-microbatch order of OneMicrobatchOrder (registry.h) for a shape:
 // each rank's F's upwards, then downwards I + W (or B), m = 1.

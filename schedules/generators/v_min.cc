@@ -3,7 +3,7 @@
 // stages per rank in V placement, backward split into I and W, about a third
 // of 1F1B's activation memory. Built by BuildingBlockV (v_half.cc): one
 // microbatch's block of offsets, repeated every 6 unit slots, W's in the
-// free slots.
+// free slots, then squeezed and reordered by FixedBlockV (v_half.cc).
 //
 // V-Min offsets for rank i (0-based), derived from the dependencies with
 // unit costs: every pass of microbatch 0 runs as soon as its input exists, so
@@ -36,7 +36,7 @@ StatusOr<Program> GenerateVMin(const ScheduleRequest& req) {
     const int delta = P % 3 == 0 ? 2 : 0;
     return {i, 2 * P - i - 1, 2 * P + delta + i, 4 * P + delta - i - 1};
   };
-  return BuildingBlockV(req, offsets, "V-Min");
+  return FixedBlockV(req, offsets, "V-Min");
 }
 
 }  // namespace pw

@@ -9,10 +9,10 @@
 // at 1F1B's memory (2P stage activations = P microbatches through both of
 // the rank's stages).
 //
-// Two candidates, each scored with Simulate() on the request's per-stage
-// costs (smallest steady_step_s, then makespan; ties keep the greedy; the
-// greedy search is skipped when the hand order meets the lower bounds of
-// both, as it does for unit costs and m >= 2P - 1):
+// Three candidates, each scored with Simulate() on the request's per-stage
+// costs (smallest steady_step_s, then makespan; the searches are skipped
+// when the hand order meets the lower bounds of both, as it does for unit
+// costs and m >= 2P - 1):
 //
 // 1. The hand-derived order of §6 (the structure PyTorch's
 //    ScheduleZBVZeroBubble also uses, docs/ALGORITHMS.md §3). Derivation with unit
@@ -48,6 +48,12 @@
 //    run while inputs are there and the memory limit allows, the second
 //    stage (the returning half of the V) goes first for both F and I, gaps
 //    are filled with W's, and its flag grid is searched.
+// 3. The authors' round construction (zb_v_rounds.cc, their zbv.py), four
+//    flag settings. The run that construction itself would pick (by its own
+//    time estimate) sets a memory cap: only candidates whose largest
+//    per-rank activation peak is within it compete, so ZB-V never needs
+//    more memory than the authors' schedule and is never slower than it
+//    (bench/v_reference_bench, tests/schedules/v_reference_test.cc).
 // The hand order is a candidate only if its peak fits the memory limit.
 //
 // Memory limit: the request's per rank (RankMemoryLimit) if set, else ZB-V's default of 1F1B's
@@ -57,6 +63,7 @@
 // even one microbatch fits. Any m >= 1 is valid (small m just has bubbles).
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <vector>
 
 #include "schedules/generators/generators.h"
@@ -198,20 +205,46 @@ StatusOr<Program> GenerateZBV(const ScheduleRequest& req) {
     const double tol = 1e-9 * std::max(1.0, hand_sim->makespan_s);
     if (hand_sim->steady_step_s <= max_busy + tol && hand_sim->makespan_s <= makespan_bound + tol) return hand;
   }
+  // The other candidates: the greedy and the authors' round construction
+  // at the same limits. The round construction's
+  // own pick sets the memory cap (its peak): among the candidates within the
+  // cap and the limits, the best by (steady_step_s, makespan) wins.
+  std::vector<Program> pool;
   StatusOr<Program> greedy = ZeroBubbleGreedy(req, 2, Placement::kV, limits, "ZB-V");
   if (!greedy.ok() && greedy.status().code() != StatusCode::kInfeasible) return greedy.status();
-  if (!greedy.ok()) {
-    if (hand_fits) return hand;
-    return greedy.status();
+  int own = -1;
+  std::vector<Program> rounds = ZBVRoundCandidates(req, limits, &own);
+  const int own_index = own < 0 ? -1 : static_cast<int>(own + (hand_fits ? 1 : 0) + (greedy.ok() ? 1 : 0));
+  if (hand_fits) pool.push_back(hand);
+  if (greedy.ok()) pool.push_back(*greedy);
+  for (auto& p : rounds) pool.push_back(std::move(p));
+  if (pool.empty()) return greedy.status();
+  std::vector<SimResult> sims;
+  for (const Program& p : pool) {
+    StatusOr<SimResult> sim = Simulate(p, req.costs);
+    if (!sim.ok()) return Status::Internal("ZB-V candidate does not simulate: " + sim.status().message());
+    sims.push_back(std::move(*sim));
   }
-  if (!hand_fits) return greedy;
-  PW_ASSIGN_OR_RETURN(SimResult greedy_sim, Simulate(*greedy, req.costs));
-  const double tol = 1e-9 * std::max(1.0, greedy_sim.steady_step_s);
-  const bool hand_better =
-      hand_sim->steady_step_s < greedy_sim.steady_step_s - tol ||
-      (hand_sim->steady_step_s <= greedy_sim.steady_step_s + tol && hand_sim->makespan_s < greedy_sim.makespan_s - tol);
-  if (hand_better) return hand;
-  return greedy;
+  auto max_peak = [](const SimResult& sim) {
+    int64_t peak = 0;
+    for (const auto& r : sim.per_rank) peak = std::max(peak, r.peak_memory_bytes - r.start_memory_bytes);
+    return peak;
+  };
+  const int64_t cap = own_index >= 0 ? max_peak(sims[own_index]) : std::numeric_limits<int64_t>::max();
+  int best = -1;
+  for (size_t k = 0; k < pool.size(); ++k) {
+    if (max_peak(sims[k]) > cap || !FitsMemoryLimits(sims[k], limits)) continue;
+    if (best >= 0) {
+      const SimResult& b = sims[best];
+      const double tol = 1e-9 * std::max(1.0, b.steady_step_s);
+      const bool better = sims[k].steady_step_s < b.steady_step_s - tol ||
+                          (sims[k].steady_step_s <= b.steady_step_s + tol && sims[k].makespan_s < b.makespan_s - tol);
+      if (!better) continue;
+    }
+    best = static_cast<int>(k);
+  }
+  if (best < 0) return greedy.ok() ? Status::Internal("ZB-V: no candidate within its limits") : greedy.status();
+  return std::move(pool[best]);
 }
 
 }  // namespace pw

@@ -48,6 +48,7 @@ std::vector<Case> AllCases() {
   cases.push_back({"zb-h1", 4, 6, {1, 2, 3, 4}, {}});
   cases.push_back({"interleaved-1f1b", 2, 3, {3, 1, 1, 5}, {}});
   cases.push_back({"zb-v", 2, 4, {1, 4, 3, 2}, {}});
+  cases.push_back({"v-auto", 2, 4, {1, 4, 3, 2}, {}});
   // Unequal microbatches: 8 rows into 3, 3, 2.
   cases.push_back({"1f1b", 2, 3, {}, {3, 3, 2}});
   cases.push_back({"zb-h1", 3, 3, {}, {3, 3, 2}});
