@@ -96,7 +96,7 @@ StatusOr<std::string> OptimalTableMarkdown(const std::vector<OptimalTableCase>& 
         continue;
       }
       const double gap = (run->sim.makespan_s - reference) / reference;
-      s += " " + Fmt(num, run->sim.makespan_s * scale) + " (+" + Fmt("%.1f", 100 * gap + 0.0) + "%" +
+      s += " " + Fmt(num, run->sim.makespan_s * scale) + " (+" + Fmt("%.2f", 100 * gap + 0.0) + "%" +
            (res.proven_optimal ? "" : "\\*") + ") |";
     }
     s += "\n";
