@@ -201,14 +201,29 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
   // end lies in [est, horizon - tail] for an order no worse than the warm
   // start; both give valid cuts (C >= E + tail) and per-pair big-M's.
   std::vector<double> est(num_passes, 0), tail(num_passes, 0);
-  for (int k = 0; k < m; ++k)
+  // Memory on stage 0 (forwards in microbatch order): with at most n0 =
+  // floor(limit / activation) activations held, when F(0,k) ends at least
+  // k + 1 - n0 I's ended before it started, one of them of a microbatch
+  // >= k - n0, whose I ends no earlier than its F + the round trip r0 (the
+  // forwards above, the I's back down, I(0)). So F(0,k) starts after
+  // F(0,k-n0) ends + r0: a valid precedence (0 = no limit).
+  int n0 = 0;
+  {
+    const double limit0 = RankMemoryLimit(req, 0);
+    const double act0 = static_cast<double>(c.memory[0].activation);
+    if (std::isfinite(limit0) && act0 > 0) n0 = std::max(1, static_cast<int>(std::floor(limit0 / act0)));
+    if (n0 >= m) n0 = 0;
+  }
+  double r0 = c.stages[0].i / unit;
+  for (int t = 1; t < P; ++t) r0 += fwd_msg(t) + (c.stages[t].f + c.stages[t].i) / unit + bwd_msg(t - 1);
+  for (int k = 0; k < m; ++k) {
     for (int s = 0; s < P; ++s) {
       const int f = pass_index(s, k, kF);
       double ready = s > 0 ? est[pass_index(s - 1, k, kF)] + fwd_msg(s) : 0;
       if (s == 0 && k > 0) ready = std::max(ready, est[pass_index(0, k - 1, kF)]);
+      if (s == 0 && n0 > 0 && k >= n0) ready = std::max(ready, est[pass_index(0, k - n0, kF)] + r0);
       est[f] = ready + dur(passes[f]);
     }
-  for (int k = 0; k < m; ++k)
     for (int s = P - 1; s >= 0; --s) {
       const int i = pass_index(s, k, kI);
       double ready = est[pass_index(s, k, kF)];
@@ -216,6 +231,7 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
       est[i] = ready + dur(passes[i]);
       est[pass_index(s, k, kW)] = est[i] + dur(passes[pass_index(s, k, kW)]);
     }
+  }
   for (int k = m - 1; k >= 0; --k) {
     for (int s = 0; s < P; ++s) {
       const int i = pass_index(s, k, kI);
@@ -228,6 +244,8 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
       double t = dur(passes[pass_index(s, k, kI)]) + tail[pass_index(s, k, kI)];
       if (s + 1 < P) t = std::max(t, fwd_msg(s + 1) + dur(passes[pass_index(s + 1, k, kF)]) + tail[pass_index(s + 1, k, kF)]);
       if (s == 0 && k + 1 < m) t = std::max(t, dur(passes[pass_index(0, k + 1, kF)]) + tail[pass_index(0, k + 1, kF)]);
+      if (s == 0 && n0 > 0 && k + n0 < m)
+        t = std::max(t, r0 + dur(passes[pass_index(0, k + n0, kF)]) + tail[pass_index(0, k + n0, kF)]);
       tail[f] = t;
     }
   }
@@ -257,6 +275,7 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
       const int f = pass_index(s, k, kF), i = pass_index(s, k, kI), w = pass_index(s, k, kW);
       if (s > 0) add_row({f, pass_index(s - 1, k, kF)}, {1, -1}, 'G', dur(passes[f]) + fwd_msg(s));
       if (s == 0 && k > 0) add_row({f, pass_index(0, k - 1, kF)}, {1, -1}, 'G', dur(passes[f]));  // relabelling
+      if (s == 0 && n0 > 0 && k >= n0) add_row({f, pass_index(0, k - n0, kF)}, {1, -1}, 'G', dur(passes[f]) + r0);
       add_row({i, f}, {1, -1}, 'G', dur(passes[i]));
       if (s + 1 < P) add_row({i, pass_index(s + 1, k, kI)}, {1, -1}, 'G', dur(passes[i]) + bwd_msg(s));
       add_row({w, i}, {1, -1}, 'G', dur(passes[w]));

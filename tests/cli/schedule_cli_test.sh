@@ -39,6 +39,10 @@ check "optimal prints a proven optimum" grep -q "gap 0% (proven optimal)" "$tmp/
 check "optimal ascii has makespan 15" grep -q "makespan 15 s" "$tmp/opt.txt"
 "$pw" schedule --schedule optimal --pp 4 --num-microbatches 4 --memory-limit 4 --format json -o "$tmp/opt.json" 2>"$tmp/opt.err"
 check "optimal plan validates" "$pw" validate --strict "$tmp/opt.json" >/dev/null
+"$pw" schedule --schedule optimal --pp 4 --num-microbatches 4 --memory-limit 4 --format json -o "$tmp/opt.again.json" 2>/dev/null
+check "optimal plan is byte-identical on a second run" cmp -s "$tmp/opt.json" "$tmp/opt.again.json"
+"$pw" schedule --schedule optimal --pp 3 --num-microbatches 3 --format csv --csv-format compute_comms -o "$tmp/opt.csv" 2>/dev/null
+check "optimal compute_comms CSV validates strictly" "$pw" validate --strict "$tmp/opt.csv" >/dev/null
 check "optimal reports the solver on stderr with -o" grep -q "best bound" "$tmp/opt.err"
 expect_fail "optimal refuses P*m above its limit" 2 "4 x 9 = 36 is above the limit of 32" \
   "$pw" schedule --schedule optimal --pp 4 --num-microbatches 9 -o "$tmp/opt_big.json"
