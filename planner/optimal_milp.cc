@@ -75,6 +75,17 @@ StatusOr<WarmStart> BestHeuristic(const ScheduleRequest& req) {
     if (!best || sim->makespan_s < best->sim.makespan_s) best = WarmStart{p, *sim, name};
   }
   if (!best) return Status::Infeasible("optimal: no order fits the memory limit (--memory-limit): " + last.message());
+  // The model runs stage 0's forwards in microbatch order (symmetry
+  // breaking): renumber the microbatches in the order of rank 0's F's (the
+  // same order under other names; the heuristics already run them so).
+  {
+    std::vector<int> rename(req.num_microbatches, -1);
+    int next = 0;
+    for (const Action& a : best->program.ranks[0])
+      if (a.type == ActionType::kF && a.stage == 0) rename[a.microbatch] = next++;
+    for (auto& list : best->program.ranks)
+      for (Action& a : list) a.microbatch = rename[a.microbatch];
+  }
   // The model orders each stage's W's as its I's (symmetry breaking): give
   // the k-th W of a rank the microbatch of its k-th I. Same times and memory
   // (a stage's W's are alike), still after their I's.
@@ -121,6 +132,9 @@ Status CheckOptimalRequest(const ScheduleRequest& req, const OptimalOptions& opt
        static_cast<int>(req.costs.memory.size()) != req.pp_size))
     return Status::InvalidArgument("--costs: expected costs for " + std::to_string(req.pp_size) +
                                    " stages (one per rank), got " + std::to_string(req.costs.stages.size()));
+  if (req.dp_size > 1)
+    return Status::InvalidArgument("optimal: data parallelism (--dp " + std::to_string(req.dp_size) +
+                                   ") is not part of the exact model (its REDUCE_GRAD is not scheduled)");
   if (!req.rank_memory_limits.empty() && static_cast<int>(req.rank_memory_limits.size()) != req.pp_size)
     return Status::InvalidArgument("--memory-limit: expected a limit for each of the " +
                                    std::to_string(req.pp_size) + " ranks");

@@ -57,7 +57,7 @@ struct OptimalResult {
 
 // Checks a request before any work: P >= 1, m >= 1, v = 1 (or 0 = default),
 // P*m <= kMaxOptimalStageMicrobatches (InvalidArgument naming --pp,
-// --num-microbatches and the limit), costs of size P when given, and
+// --num-microbatches and the limit), dp_size 1, costs of size P when given, and
 // options.time_limit_s > 0 and finite (InvalidArgument naming --time-limit).
 Status CheckOptimalRequest(const ScheduleRequest& request, const OptimalOptions& options);
 

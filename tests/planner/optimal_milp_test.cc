@@ -195,6 +195,30 @@ TEST(OptimalMilp, PlannerTakesTheOptimumWhenShorter) {
   EXPECT_NE(steady->candidates[steady->chosen].schedule, "optimal");
 }
 
+// A case where the optimum beats every heuristic: P = 3, m = 4, F = I = 1,
+// W = 2, 0.5 s messages, 3 activations per rank. The optimum is proven, no
+// shorter than the bound head + work of the last stage (2 x 1.5 + 4 x 4 =
+// 19), and strictly shorter than 1F1B, ZB-H1, ZB-H2 and zb-auto.
+TEST(OptimalMilp, BeatsEveryHeuristicWithLongWeightGradients) {
+  StageCost cost;
+  cost.f = 1;
+  cost.i = 1;
+  cost.w = 2;
+  ScheduleRequest req = Request(3, 4, UniformCosts(3, cost, {}, CommModel{0.5, 0}), 3.0);
+  StatusOr<OptimalResult> res = SolveOptimalSchedule(req, {});
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_TRUE(res->proven_optimal);
+  EXPECT_GE(res->makespan_s, 19 - 1e-9);
+  double worst = 0;
+  CheckSolution(req, *res, &worst);
+  double best_heuristic = 1e300;
+  for (const char* h : {"1f1b", "zb-h1", "zb-h2", "zb-auto"})
+    if (auto mk = Heuristic(h, req)) best_heuristic = std::min(best_heuristic, *mk);
+  EXPECT_LT(res->makespan_s, best_heuristic - 0.5);
+  std::printf("W = 2F, 0.5 s messages, limit 3: optimum %.6g s (proven), best heuristic %.6g s\n", res->makespan_s,
+              best_heuristic);
+}
+
 TEST(OptimalMilp, RefusesLargeProblemsAndBadOptionsBeforeWork) {
   StatusOr<OptimalResult> big = SolveOptimalSchedule(Request(4, 9), {});
   ASSERT_FALSE(big.ok());
@@ -208,6 +232,9 @@ TEST(OptimalMilp, RefusesLargeProblemsAndBadOptionsBeforeWork) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << t;
     EXPECT_NE(st.message().find("--time-limit"), std::string::npos) << st.message();
   }
+  ScheduleRequest dp = Request(2, 2);
+  dp.dp_size = 2;
+  EXPECT_NE(CheckOptimalRequest(dp, {}).message().find("data parallelism"), std::string::npos);
   ScheduleRequest v2 = Request(2, 2);
   v2.virtual_stages = 2;
   EXPECT_NE(CheckOptimalRequest(v2, {}).message().find("--virtual-stages"), std::string::npos);
