@@ -47,9 +47,14 @@ void CheckSolution(const ScheduleRequest& req, const OptimalResult& res, double*
   ASSERT_TRUE(ValidateComputeOrder(res.program).ok());
   StatusOr<PipelineResult> run = SimulateOrder(res.program, costs);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  const double rel = std::abs(run->sim.makespan_s - res.objective_s) / res.objective_s;
-  *worst_rel = std::max(*worst_rel, rel);
-  EXPECT_LE(rel, 1e-6) << "simulated " << run->sim.makespan_s << " vs objective " << res.objective_s;
+  // Run as soon as possible, the order never takes longer than the MILP's
+  // times; at a proven optimum it cannot be shorter either.
+  EXPECT_LE(run->sim.makespan_s, res.objective_s * (1 + 1e-9));
+  if (res.proven_optimal) {
+    const double rel = std::abs(run->sim.makespan_s - res.objective_s) / res.objective_s;
+    *worst_rel = std::max(*worst_rel, rel);
+    EXPECT_LE(rel, 1e-6) << "simulated " << run->sim.makespan_s << " vs objective " << res.objective_s;
+  }
   EXPECT_NEAR(run->sim.makespan_s, res.makespan_s, 1e-9 * res.makespan_s);
   for (int r = 0; r < req.pp_size; ++r) {
     const double peak = static_cast<double>(run->sim.per_rank[r].peak_memory_bytes -
