@@ -34,6 +34,7 @@ struct ScheduleOptions {
   std::string csv_format = "compute_only";
   std::string output;
   double time_limit_s = 60.0;  // --time-limit, `--schedule optimal` only
+  bool time_limit_given = false;
 };
 
 // True for `--schedule optimal` (planner/optimal_milp.h; not a registry family).
@@ -48,6 +49,8 @@ std::string FormatNumber(double x) {
 
 Status Run(const ScheduleOptions& o) {
   const bool optimal = IsOptimal(o.schedule);
+  if (o.time_limit_given && !optimal)
+    return Status::InvalidArgument("--time-limit applies to --schedule optimal only, not '" + o.schedule + "'");
   ScheduleInfo info;
   if (optimal) {
     info.name = "optimal";
@@ -96,9 +99,9 @@ Status Run(const ScheduleOptions& o) {
     PW_ASSIGN_OR_RETURN(OptimalResult res, SolveOptimalSchedule(req, oo));
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "optimal: objective (makespan) %.9g s, best bound %.9g s, gap %.4g%% (%s); %.2f s in CBC, "
-                  "%d order variables; warm start %s %.9g s\n",
-                  res.makespan_s, res.bound_s, 100 * res.gap,
+                  "optimal: objective %.9g s, simulated makespan %.9g s, best bound %.9g s, gap %.4g%% (%s); "
+                  "%.2f s in CBC, %d order variables; warm start %s %.9g s\n",
+                  res.objective_s, res.makespan_s, res.bound_s, 100 * res.gap,
                   res.proven_optimal ? "proven optimal" : res.time_limit_reached ? "time limit reached" : "not proven",
                   res.solve_s, res.num_binaries, res.warm_start_schedule.c_str(), res.warm_start_makespan_s);
     solver_note = buf;
@@ -171,10 +174,12 @@ void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"compute_only", "compute_comms"}))
       ->capture_default_str();
   sub->add_option("-o,--output", opts->output, "Write to FILE (atomically) instead of stdout");
-  sub->add_option("--time-limit", opts->time_limit_s,
-                  "--schedule optimal: seconds CBC may search (the best order found so far is kept)")
-      ->capture_default_str();
-  sub->callback([opts, &ctx]() {
+  CLI::Option* time_limit =
+      sub->add_option("--time-limit", opts->time_limit_s,
+                      "--schedule optimal: seconds CBC may search (the best order found so far is kept)")
+          ->capture_default_str();
+  sub->callback([opts, &ctx, time_limit]() {
+    opts->time_limit_given = time_limit->count() > 0;
     Status st = Run(*opts);
     if (!st.ok()) Fail(ctx, "schedule", st);
   });

@@ -49,6 +49,8 @@ expect_fail "optimal refuses P*m above its limit" 2 "4 x 9 = 36 is above the lim
 check "no file after the refusal" test ! -e "$tmp/opt_big.json"
 expect_fail "optimal refuses --time-limit 0" 2 "\-\-time-limit must be a positive number" \
   "$pw" schedule --schedule optimal --pp 2 --num-microbatches 2 --time-limit 0
+expect_fail "--time-limit without optimal" 2 "\-\-time-limit applies to --schedule optimal only" \
+  "$pw" schedule --schedule zb-h1 --pp 2 --num-microbatches 2 --time-limit 5
 expect_fail "optimal refuses v = 2" 2 "\-\-virtual-stages" \
   "$pw" schedule --schedule optimal --pp 2 --num-microbatches 2 --virtual-stages 2
 
