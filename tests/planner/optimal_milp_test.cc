@@ -224,6 +224,30 @@ TEST(OptimalMilp, BeatsEveryHeuristicWithLongWeightGradients) {
               best_heuristic);
 }
 
+// A time limit that stops CBC during its root processing (CBC 2.10.8 with
+// preprocessing crashed here): the warm start comes back, marked unproven,
+// with CBC's bound below it.
+TEST(OptimalMilp, ShortTimeLimitKeepsTheWarmStart) {
+  OptimalTableCase tc;
+  tc.pp_size = 4;
+  tc.num_microbatches = 8;
+  tc.profile = CostProfile::kZbPaper15B;
+  tc.limit_activations = 4;
+  ScheduleRequest req = OptimalTableRequest(tc);
+  for (double t : {0.01, 0.05, 0.3}) {
+    OptimalOptions o;
+    o.time_limit_s = t;
+    StatusOr<OptimalResult> res = SolveOptimalSchedule(req, o);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    EXPECT_LE(res->makespan_s, res->warm_start_makespan_s);
+    EXPECT_LE(res->bound_s, res->makespan_s);
+    double worst = 0;
+    CheckSolution(req, *res, &worst);
+    std::printf("time limit %.2f s: %.4f ms, bound %.4f ms, %s, %.2f s\n", t, res->makespan_s * 1e3,
+                res->bound_s * 1e3, res->proven_optimal ? "proven" : "not proven", res->solve_s);
+  }
+}
+
 TEST(OptimalMilp, RefusesLargeProblemsAndBadOptionsBeforeWork) {
   StatusOr<OptimalResult> big = SolveOptimalSchedule(Request(4, 9), {});
   ASSERT_FALSE(big.ok());
