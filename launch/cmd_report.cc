@@ -2,6 +2,7 @@
 // charts) of every registered schedule family x P x m (x v) with unit costs
 // next to the closed forms; a section for a real model on a shipped device
 // (through the planner); and measured vs simulated for given traces.
+#include <cmath>
 #include <cstdio>
 
 #include "launch/commands.h"
@@ -106,7 +107,8 @@ Status Run(const ReportCliOptions& o) {
   if (o.optimal_table) {
     OptimalOptions oo;
     oo.time_limit_s = o.optimal_time_limit_s;
-    PW_RETURN_IF_ERROR(CheckOptimalRequest(OptimalTableRequest({}), oo));  // --optimal-time-limit, before work
+    if (!std::isfinite(oo.time_limit_s) || oo.time_limit_s <= 0)  // before any work
+      return Status::InvalidArgument("--optimal-time-limit must be a positive number of seconds");
     StatusOr<std::string> sec = OptimalTableMarkdown(DefaultOptimalTableCases(), oo);
     if (!sec.ok()) return sec.status().WithContext("--optimal-table");
     ro.extra_sections.push_back(*sec);

@@ -51,6 +51,13 @@ expect_fail "optimal refuses --time-limit 0" 2 "\-\-time-limit must be a positiv
   "$pw" schedule --schedule optimal --pp 2 --num-microbatches 2 --time-limit 0
 expect_fail "--time-limit without optimal" 2 "\-\-time-limit applies to --schedule optimal only" \
   "$pw" schedule --schedule zb-h1 --pp 2 --num-microbatches 2 --time-limit 5
+# The report's optimum table (short per-row limit: unproven rows are marked).
+"$pw" report --optimal-table --optimal-time-limit 0.2 --schedules 1f1b --pp 2 --microbatches 2 --model none \
+  -o "$tmp/report" >/dev/null
+check "report has the optimum table" grep -q "^## Heuristics against the certified optimum" "$tmp/report/schedule_report.md"
+check "the optimum table has 24 rows" test "$(grep -cE '^\| (unit|1\.5B) \|' "$tmp/report/schedule_report.md")" = 24
+expect_fail "report refuses --optimal-time-limit 0" 2 "\-\-optimal-time-limit must be a positive number" \
+  "$pw" report --optimal-table --optimal-time-limit 0 --schedules 1f1b --pp 2 --microbatches 2 --model none -o "$tmp/r2"
 expect_fail "optimal refuses v = 2" 2 "\-\-virtual-stages" \
   "$pw" schedule --schedule optimal --pp 2 --num-microbatches 2 --virtual-stages 2
 
