@@ -13,6 +13,7 @@
 #include "models/spec/layer_costs.h"
 #include "models/spec/model_config.h"
 #include "planner/explain.h"
+#include "planner/optimal_candidate.h"
 #include "planner/planner.h"
 #include "plan/plan.h"
 #include "schedules/csv.h"
@@ -50,6 +51,8 @@ struct PlanCommandOptions {
   bool no_min_pp = false;
   bool explain = false;        // --explain / -v: every candidate and rejection
   std::string format = "text"; // text | json (the candidate table, for tools)
+  bool try_optimal = false;          // --try-optimal (planner/optimal_candidate.h)
+  double optimal_time_limit_s = 10;  // --optimal-time-limit
   std::set<std::string> given;  // the long names of the options given on the command line
 };
 
@@ -176,6 +179,12 @@ Status RunPlan(const PlanCommandOptions& c) {
     return Status::InvalidArgument("--device is required with a HF --model-config (e.g. --device H100-80GB)");
   }
   PlannerOptions o;
+  if (c.try_optimal) {  // before the search
+    if (!std::isfinite(c.optimal_time_limit_s) || c.optimal_time_limit_s <= 0)
+      return Status::InvalidArgument("--optimal-time-limit must be a positive number of seconds");
+    if (c.given.count("--num-devices"))
+      return Status::InvalidArgument("--try-optimal works with a fixed --pp, not with --num-devices");
+  }
   if (c.given.count("--num-devices")) {
     if (c.given.count("--pipeline-model-parallel-size") || c.given.count("--data-parallel-size"))
       return Status::InvalidArgument("--num-devices chooses the split P x D itself: give it without --pp and --dp "
@@ -253,6 +262,13 @@ Status RunPlan(const PlanCommandOptions& c) {
     }
     return result.status();
   }
+  std::string optimal_note;
+  if (c.try_optimal) {
+    OptimalOptions oo;
+    oo.time_limit_s = c.optimal_time_limit_s;
+    PW_ASSIGN_OR_RETURN(optimal_note, TryOptimalCandidate(&*result, o, oo));
+    std::fprintf(stderr, "%s\n", optimal_note.c_str());
+  }
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*result, model, o));
   PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
   PW_RETURN_IF_ERROR(WriteCsvIfAsked(c, plan));
@@ -320,6 +336,11 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param) | fp64 (32 B/param, the executor's "
                   "equivalence checks); default bf16, fp32 with --profile");
   cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");
+  cmd->add_flag("--try-optimal", opts->try_optimal,
+                "also solve the exact schedule (CBC) of the best one-stage-per-rank candidate (P x m <= 32) and "
+                "choose it when its makespan is shorter");
+  cmd->add_option("--optimal-time-limit", opts->optimal_time_limit_s, "seconds CBC may search with --try-optimal")
+      ->capture_default_str();
   cmd->add_flag("--explain,-v", opts->explain, "print every candidate and every rejection, not only the summary");
   cmd->add_option("--format", opts->format, "text (a summary) | json (the whole candidate table, for tools)")
       ->check(CLI::IsMember({"text", "json"}))

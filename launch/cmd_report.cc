@@ -2,12 +2,14 @@
 // charts) of every registered schedule family x P x m (x v) with unit costs
 // next to the closed forms; a section for a real model on a shipped device
 // (through the planner); and measured vs simulated for given traces.
+#include <cmath>
 #include <cstdio>
 
 #include "launch/commands.h"
 #include "models/spec/device.h"
 #include "models/spec/model_config.h"
 #include "plan/plan.h"
+#include "planner/optimal_table.h"
 #include "planner/planner.h"
 #include "schedules/registry.h"
 #include "viz/report.h"
@@ -29,6 +31,8 @@ struct ReportCliOptions {
   int64_t model_seq_length = 4096;
   std::vector<std::string> traces;
   std::vector<std::string> plans;
+  bool optimal_table = false;       // --optimal-table
+  double optimal_time_limit_s = 5;  // --optimal-time-limit, per row
   std::string command_line;
 };
 
@@ -100,6 +104,15 @@ Status Run(const ReportCliOptions& o) {
     if (!sec.ok()) return sec.status().WithContext("--model " + o.model + " --device " + o.device);
     ro.extra_sections.push_back(*sec);
   }
+  if (o.optimal_table) {
+    OptimalOptions oo;
+    oo.time_limit_s = o.optimal_time_limit_s;
+    if (!std::isfinite(oo.time_limit_s) || oo.time_limit_s <= 0)  // before any work
+      return Status::InvalidArgument("--optimal-time-limit must be a positive number of seconds");
+    StatusOr<std::string> sec = OptimalTableMarkdown(DefaultOptimalTableCases(), oo);
+    if (!sec.ok()) return sec.status().WithContext("--optimal-table");
+    ro.extra_sections.push_back(*sec);
+  }
   PW_ASSIGN_OR_RETURN(viz::Report rep, viz::BuildReport(ro));
   // Charts first, the Markdown that links them last; each file atomically; a
   // missing directory is created (with its parents) only once all are written.
@@ -139,6 +152,11 @@ void RegisterReportCommand(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--trace", opts->traces, "Measured trace (pipewright run --trace); pairs with --plan");
   sub->add_option("--plan", opts->plans, "The plan each --trace ran, in the same order");
+  sub->add_flag("--optimal-table", opts->optimal_table,
+                "Add the table of heuristics against the certified optimum (CBC; P 2-4, 24 rows, up to "
+                "--optimal-time-limit seconds each)");
+  sub->add_option("--optimal-time-limit", opts->optimal_time_limit_s, "Seconds CBC may search per optimum-table row")
+      ->capture_default_str();
   sub->callback([opts, &ctx, sub]() {
     std::string cmd = "pipewright report";
     // Record only what changes the numbers (not the output directory).

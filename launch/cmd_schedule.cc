@@ -7,6 +7,7 @@
 
 #include "launch/commands.h"
 #include "launch/summary.h"
+#include "planner/optimal_milp.h"
 #include "schedules/pipeline.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"
@@ -32,7 +33,12 @@ struct ScheduleOptions {
   std::string format = "ascii";
   std::string csv_format = "compute_only";
   std::string output;
+  double time_limit_s = 60.0;  // --time-limit, `--schedule optimal` only
+  bool time_limit_given = false;
 };
+
+// True for `--schedule optimal` (planner/optimal_milp.h; not a registry family).
+bool IsOptimal(const std::string& name) { return name == "optimal" || name == "Optimal"; }
 
 // `x` without trailing zeros ("2", "2.5").
 std::string FormatNumber(double x) {
@@ -42,7 +48,17 @@ std::string FormatNumber(double x) {
 }
 
 Status Run(const ScheduleOptions& o) {
-  PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(o.schedule));
+  const bool optimal = IsOptimal(o.schedule);
+  if (o.time_limit_given && !optimal)
+    return Status::InvalidArgument("--time-limit applies to --schedule optimal only, not '" + o.schedule + "'");
+  ScheduleInfo info;
+  if (optimal) {
+    info.name = "optimal";
+    info.display_name = "Optimal (CBC MILP)";
+    info.default_virtual_stages = 1;
+  } else {
+    PW_ASSIGN_OR_RETURN(info, FindSchedule(o.schedule));
+  }
   PW_ASSIGN_OR_RETURN(StageCost cost, ParseCostsFlag("--costs", o.costs, /*allow_b=*/true));
   PW_RETURN_IF_ERROR(CheckNonNegativeFinite("--comm-latency", o.comm_latency_s));
   if (o.activation_bytes < 1) return Status::InvalidArgument("--activation-bytes must be >= 1");
@@ -74,7 +90,25 @@ Status Run(const ScheduleOptions& o) {
   // GenerateSchedule refuses an order over the limit (in bytes: --memory-limit
   // x --activation-bytes).
   PipelineFailure failure;
-  StatusOr<PipelineResult> run = RunPipeline(req, &failure);
+  StatusOr<PipelineResult> run = Status::Internal("unset");
+  std::string solver_note;
+  if (optimal) {
+    OptimalOptions oo;
+    oo.time_limit_s = o.time_limit_s;
+    PW_RETURN_IF_ERROR(CheckOptimalRequest(req, oo));  // before any work
+    PW_ASSIGN_OR_RETURN(OptimalResult res, SolveOptimalSchedule(req, oo));
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "optimal: objective %.9g s, simulated makespan %.9g s, best bound %.9g s, gap %.4g%% (%s); "
+                  "%.2f s in CBC, %d order variables; warm start %s %.9g s\n",
+                  res.objective_s, res.makespan_s, res.bound_s, 100 * res.gap,
+                  res.proven_optimal ? "proven optimal" : res.time_limit_reached ? "time limit reached" : "not proven",
+                  res.solve_s, res.num_binaries, res.warm_start_schedule.c_str(), res.warm_start_makespan_s);
+    solver_note = buf;
+    run = SimulateOrder(res.program, req.costs, &failure);
+  } else {
+    run = RunPipeline(req, &failure);
+  }
   if (!run.ok() && failure.step == PipelineStep::kGenerate && failure.status.code() == StatusCode::kInfeasible &&
       limit_bytes && (o.activation_bytes != 1 || static_cast<double>(*limit_bytes) != o.memory_limit))
     return Status::Infeasible(failure.status.message() + " (--memory-limit " + FormatNumber(o.memory_limit) +
@@ -93,6 +127,12 @@ Status Run(const ScheduleOptions& o) {
   } else {
     text = FormatSummary(info.display_name, lowered, sim, o.activation_bytes, "activations") + "\n" + FormatGrid(lowered);
   }
+  // The solver's figures: on stdout with the ascii summary, else on stderr
+  // (stdout holds the plan or CSV).
+  if (!solver_note.empty()) {
+    if (o.format == "ascii" && (o.output.empty() || o.output == "-")) text = solver_note + text;
+    else std::fputs(solver_note.c_str(), stderr);
+  }
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return Status::Ok();
@@ -107,7 +147,11 @@ void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand("schedule", "Generate, validate and simulate one schedule family");
   std::string names;
   for (const auto& n : ScheduleNames()) names += (names.empty() ? "" : ", ") + n;
-  sub->add_option("--schedule", opts->schedule, "Schedule family: " + names)->required();
+  sub->add_option("--schedule", opts->schedule,
+                  "Schedule family: " + names +
+                      "; or optimal (certified optimum by CBC, one stage per rank, P x m <= " +
+                      std::to_string(kMaxOptimalStageMicrobatches) + ")")
+      ->required();
   sub->add_option("--pp,--pipeline-model-parallel-size", opts->pp, "Pipeline ranks P")->required();
   sub->add_option("--num-microbatches", opts->num_microbatches, "Microbatches m per step")->required();
   sub->add_option("--virtual-stages,--num-virtual-stages-per-pipeline-rank", opts->virtual_stages,
@@ -130,7 +174,12 @@ void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"compute_only", "compute_comms"}))
       ->capture_default_str();
   sub->add_option("-o,--output", opts->output, "Write to FILE (atomically) instead of stdout");
-  sub->callback([opts, &ctx]() {
+  CLI::Option* time_limit =
+      sub->add_option("--time-limit", opts->time_limit_s,
+                      "--schedule optimal: seconds CBC may search (the best order found so far is kept)")
+          ->capture_default_str();
+  sub->callback([opts, &ctx, time_limit]() {
+    opts->time_limit_given = time_limit->count() > 0;
     Status st = Run(*opts);
     if (!st.ok()) Fail(ctx, "schedule", st);
   });

@@ -22,7 +22,7 @@ build_dir="${build_dir:-$repo/build}"
 
 packages=(build-essential cmake ninja-build ccache pkg-config
           nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
-          zlib1g-dev chromium clang-14 libclang-rt-14-dev)
+          zlib1g-dev chromium clang-14 libclang-rt-14-dev coinor-libcbc-dev)
 if [[ $planner_only == 0 ]]; then
   # OpenBLAS replaces the reference BLAS that Debian's LibTorch links by default (several times faster GEMMs).
   packages+=(libtorch-dev libopenmpi-dev openmpi-bin fortunes libopenblas0-pthread libsentencepiece-dev sentencepiece)

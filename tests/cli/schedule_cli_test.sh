@@ -32,6 +32,35 @@ done
 "$pw" schedule --schedule zb-h1 --pp 4 --num-microbatches 8 >"$tmp/zbh1.txt"
 check "ascii summary has the ZB-H1 makespan 27" grep -q "makespan 27 s" "$tmp/zbh1.txt"
 
+# --schedule optimal (planner/optimal_milp.h): unit costs, P = 4, m = 4: the
+# bound 3m + P - 1 = 15, proven; the plan validates strictly.
+"$pw" schedule --schedule optimal --pp 4 --num-microbatches 4 >"$tmp/opt.txt"
+check "optimal prints a proven optimum" grep -q "gap 0% (proven optimal)" "$tmp/opt.txt"
+check "optimal ascii has makespan 15" grep -q "makespan 15 s" "$tmp/opt.txt"
+"$pw" schedule --schedule optimal --pp 4 --num-microbatches 4 --memory-limit 4 --format json -o "$tmp/opt.json" 2>"$tmp/opt.err"
+check "optimal plan validates" "$pw" validate --strict "$tmp/opt.json" >/dev/null
+"$pw" schedule --schedule optimal --pp 4 --num-microbatches 4 --memory-limit 4 --format json -o "$tmp/opt.again.json" 2>/dev/null
+check "optimal plan is byte-identical on a second run" cmp -s "$tmp/opt.json" "$tmp/opt.again.json"
+"$pw" schedule --schedule optimal --pp 3 --num-microbatches 3 --format csv --csv-format compute_comms -o "$tmp/opt.csv" 2>/dev/null
+check "optimal compute_comms CSV validates strictly" "$pw" validate --strict "$tmp/opt.csv" >/dev/null
+check "optimal reports the solver on stderr with -o" grep -q "best bound" "$tmp/opt.err"
+expect_fail "optimal refuses P*m above its limit" 2 "4 x 9 = 36 is above the limit of 32" \
+  "$pw" schedule --schedule optimal --pp 4 --num-microbatches 9 -o "$tmp/opt_big.json"
+check "no file after the refusal" test ! -e "$tmp/opt_big.json"
+expect_fail "optimal refuses --time-limit 0" 2 "\-\-time-limit must be a positive number" \
+  "$pw" schedule --schedule optimal --pp 2 --num-microbatches 2 --time-limit 0
+expect_fail "--time-limit without optimal" 2 "\-\-time-limit applies to --schedule optimal only" \
+  "$pw" schedule --schedule zb-h1 --pp 2 --num-microbatches 2 --time-limit 5
+# The report's optimum table (short per-row limit: unproven rows are marked).
+"$pw" report --optimal-table --optimal-time-limit 0.2 --schedules 1f1b --pp 2 --microbatches 2 --model none \
+  -o "$tmp/report" >/dev/null
+check "report has the optimum table" grep -q "^## Heuristics against the certified optimum" "$tmp/report/schedule_report.md"
+check "the optimum table has 24 rows" test "$(grep -cE '^\| (unit|1\.5B) \|' "$tmp/report/schedule_report.md")" = 24
+expect_fail "report refuses --optimal-time-limit 0" 2 "\-\-optimal-time-limit must be a positive number" \
+  "$pw" report --optimal-table --optimal-time-limit 0 --schedules 1f1b --pp 2 --microbatches 2 --model none -o "$tmp/r2"
+expect_fail "optimal refuses v = 2" 2 "\-\-virtual-stages" \
+  "$pw" schedule --schedule optimal --pp 2 --num-microbatches 2 --virtual-stages 2
+
 expect_fail "unknown schedule" 2 "unknown schedule 'zb-h9' (--schedule)" \
   "$pw" schedule --schedule zb-h9 --pp 4 --num-microbatches 8 -o "$tmp/none.json"
 check "no file after an error" test ! -e "$tmp/none.json"

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "planner/optimal_milp.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
 
@@ -79,6 +81,44 @@ TEST_P(EquivalenceTest, MatchesSingleProcess) {
   std::vector<TokenBatch> batches;
   for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(rows, kSeq, 100 + i));
   ExpectMatchesReference(*plan, batches, CaseName(c), kTolerance);
+}
+
+// The certified optimum (`--schedule optimal`, planner/optimal_milp.h) is not
+// a registry family: its order is solved for a plan's own stage costs and
+// put in place of ZB-H1's streams in the same plan (same split, model and
+// batch), then run like any plan.
+TEST(EquivalenceOptimal, MatchesSingleProcess) {
+  for (const auto& [pp, m] : std::vector<std::pair<int, int>>{{2, 1}, {2, 3}, {3, 4}, {4, 4}}) {
+    PlanSpec spec;
+    spec.schedule = "zb-h1";
+    spec.pp_size = pp;
+    spec.num_microbatches = m;
+    spec.model = TinyModel(8);
+    spec.seq_length = kSeq;
+    spec.micro_batch_size = 2;
+    spec.bytes_per_element = 8;
+    StatusOr<Plan> plan = BuildPlan(spec);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    const StageCosts costs = PlanCosts(*plan);
+    ScheduleRequest req;
+    req.schedule = "optimal";
+    req.pp_size = pp;
+    req.num_microbatches = m;
+    req.costs = costs;
+    OptimalOptions oo;
+    oo.time_limit_s = 5;
+    StatusOr<OptimalResult> opt = SolveOptimalSchedule(req, oo);
+    ASSERT_TRUE(opt.ok()) << opt.status().ToString();
+    StatusOr<PipelineResult> run = SimulateOrder(opt->program, costs);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    const Plan fresh = MakePlan("optimal", run->lowered, costs, run->sim, plan->memory_limit_bytes);
+    plan->schedule = "optimal";
+    plan->ranks = fresh.ranks;
+    plan->predicted = fresh.predicted;
+    std::vector<TokenBatch> batches;
+    for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(2 * m, kSeq, 200 + i));
+    ExpectMatchesReference(*plan, batches, "optimal P=" + std::to_string(pp) + " m=" + std::to_string(m), kTolerance);
+  }
 }
 
 // Global-norm clipping across ranks (an all-gather of each rank's sum of
