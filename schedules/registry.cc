@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 
 #include "schedules/generators/generators.h"
@@ -150,7 +151,11 @@ double RankMemoryLimit(const ScheduleRequest& req, int rank) {
 }
 
 std::string RankLimitText(const ScheduleRequest& req, int rank) {
-  const std::string bytes = std::to_string(static_cast<int64_t>(RankMemoryLimit(req, rank)));
+  const double limit = RankMemoryLimit(req, rank);
+  // No limit (infinity), or one past int64 (a double cannot convert): said
+  // in words, never converted.
+  if (!(limit < 9.2e18)) return std::isinf(limit) ? "no memory limit" : "--memory-limit " + std::to_string(limit);
+  const std::string bytes = std::to_string(static_cast<int64_t>(limit));
   if (req.rank_memory_limits.empty()) return "--memory-limit " + bytes;
   return "the " + bytes + " bytes that --memory-limit leaves rank " + std::to_string(rank) + " for activations";
 }

@@ -109,7 +109,8 @@ Program OneMicrobatchProgram(const ScheduleRequest& req, int virtual_stages, Pla
 
 // How an error names rank `rank`'s limit: "--memory-limit N" for one limit
 // on every rank, else "the N bytes that --memory-limit leaves rank r for
-// activations" (ScheduleRequest::rank_memory_limits).
+// activations" (ScheduleRequest::rank_memory_limits); "no memory limit"
+// when the request has none.
 std::string RankLimitText(const ScheduleRequest& req, int rank);
 
 // An empty program of the right shape for `req` and `placement`.

@@ -4,6 +4,7 @@
 // again (blocks above the mmap threshold are unmapped on free, and a heap top
 // above the trim threshold is given back); PW_HOST_MEMORY=release shows it.
 #include "executor/host_memory.h"
+#include "tests/sanitized.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -38,6 +39,7 @@ TEST(HostMemory, SecondRoundOfLargeBlocksFaultsNoFreshPages) {
 #if !defined(__GLIBC__)
   GTEST_SKIP() << "not glibc: no mallopt controls";
 #endif
+  if (pw::testing::kSanitized) GTEST_SKIP() << "AddressSanitizer's allocator replaces glibc's: no mallopt page reuse";
   // PW_HOST_MEMORY=release keeps glibc's policy: the figure printed below is
   // then about two rounds' pages (checked by hand, not asserted: it is glibc's).
   const char* policy = std::getenv("PW_HOST_MEMORY");
