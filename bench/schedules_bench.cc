@@ -57,6 +57,34 @@ BENCHMARK(BM_GenerateLowerValidateSimulate)
     ->MeasureProcessCPUTime()
     ->UseRealTime();
 
+// Generation alone of each family added after the first release, at P = 32,
+// m = 256, v = 2 (the families' default placement), unit costs: the target
+// is < 0.5 s each. Each iteration checks the order (ValidateComputeOrder);
+// `wrong` must stay 0.
+void BM_GenerateFamily(benchmark::State& state, const char* family) {
+  ScheduleRequest req;
+  req.schedule = family;
+  req.pp_size = 32;
+  req.num_microbatches = 256;
+  req.virtual_stages = 2;
+  int wrong = 0;
+  size_t actions = 0;
+  for (auto _ : state) {
+    auto prog = GenerateSchedule(req);
+    if (!prog.ok() || !ValidateComputeOrder(*prog).ok()) ++wrong;
+    if (prog.ok()) actions = prog->NumActions();
+    benchmark::DoNotOptimize(prog);
+  }
+  state.counters["actions"] = static_cast<double>(actions);
+  state.counters["wrong"] = wrong;
+}
+BENCHMARK_CAPTURE(BM_GenerateFamily, zb_v, "zb-v")->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GenerateFamily, v_half, "v-half")->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GenerateFamily, v_min, "v-min")->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GenerateFamily, v_auto, "v-auto")->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GenerateFamily, interleaved_zb, "interleaved-zb")->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GenerateFamily, dualpipev, "dualpipev")->Unit(benchmark::kMillisecond)->Iterations(3);
+
 // Simulation alone (the planner's inner loop): one lowered program, many runs.
 void BM_SimulateOnly(benchmark::State& state) {
   const int P = static_cast<int>(state.range(0)), v = 2, m = static_cast<int>(state.range(1));
