@@ -1,5 +1,7 @@
 #include "base/status.h"
 
+#include "base/printable.h"
+
 namespace pw {
 
 const char* StatusCodeName(StatusCode code) {
@@ -19,6 +21,9 @@ std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code_)) + ": " + message_;
 }
+
+Status::Status(StatusCode code, std::string message)
+    : code_(code), message_(EscapeForTerminal(message, message.size())) {}
 
 Status Status::WithContext(const std::string& context) const {
   if (ok()) return *this;

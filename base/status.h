@@ -28,7 +28,12 @@ const char* StatusCodeName(StatusCode code);
 class Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // The message is made printable (EscapeForTerminal, base/printable.h):
+  // messages quote file content (a bad value, a name), and a control byte
+  // or an ill-formed UTF-8 sequence from a file is written as \xHH instead of
+  // reaching the terminal. Newlines, tabs and well-formed UTF-8 are kept,
+  // nothing is cut.
+  Status(StatusCode code, std::string message);
 
   static Status Ok() { return Status(); }
   static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }

@@ -159,6 +159,7 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
   // Dropped runtime-only actions, by kind.
   std::map<std::string, int> dropped;
   std::set<int> dropped_reduce_stages;
+  std::set<int> kept_stages;  // stages with an action the program keeps (not only dropped runtime actions)
   for (size_t row = 0; row < lines.size(); ++row) {
     // Sends of this row not yet waited for: (type, stage, mb).
     std::multiset<std::tuple<int, int, int>> pending_sends;
@@ -226,6 +227,8 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
               first_cell.emplace(std::make_pair(a->b_stage, static_cast<int>(ActionType::kB)), Cell{row, column});
             }
             max_stage = std::max({max_stage, a->stage, a->b_stage});
+            for (int idx : {a->stage, a->b_stage})
+              if (idx >= 0) kept_stages.insert(idx);
             p.ranks[row].push_back(*a);
           }
         }
@@ -241,10 +244,18 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
   p.stage_to_rank.assign(p.num_stages, -1);
   for (auto [stage, row] : stage_row)
     if (stage < p.num_stages) p.stage_to_rank[stage] = row;
-  for (int s = 0; s < p.num_stages; ++s)
+  for (int s = 0; s < p.num_stages; ++s) {
     if (p.stage_to_rank[s] < 0)
       return Status::InvalidArgument(source + ": stage " + std::to_string(s) + " appears in no row, but stage " +
                                      std::to_string(max_stage) + " does (stages must be numbered 0..S-1)");
+    // A stage named only by runtime actions that are dropped (WAIT_*,
+    // UNSHARD, ...) would vanish from the program and from what it writes.
+    if (!kept_stages.count(s))
+      return Status::InvalidArgument(source + ": stage " + std::to_string(s) +
+                                     " has only runtime actions that pipewright drops (WAIT_*, UNSHARD, RESHARD, "
+                                     "REDUCE_GRAD without --dp-size), but stage " + std::to_string(max_stage) +
+                                     " has compute (stages must be numbered 0..S-1)");
+  }
   PW_RETURN_IF_ERROR(RepairOneBasedForwards(&p, source, first_cell, notes));
   int max_mb = -1;
   for (const auto& list : p.ranks)

@@ -136,5 +136,16 @@ TEST_F(OutputPlace, RefusesAReadOnlyDirectory) {
   EXPECT_FALSE(CheckOutputDirectory("--save", (dir_ / "sub").string()).ok());
 }
 
+// Found by the device, model_config and layer_costs fuzz targets (30-minute
+// runs): error messages quoted file bytes (a DEL in a string value) raw. Every
+// Status message is made printable where it is made; newlines and
+// well-formed UTF-8 are kept.
+TEST(Status, MessagesArePrintable) {
+  const Status s = Status::InvalidArgument(std::string("device.json: got \"me\x7fm\xff\"\n  next line \xc3\x97 2"));
+  EXPECT_EQ(s.message(), "device.json: got \"me\\x7Fm\\xFF\"\n  next line \xc3\x97 2");
+  EXPECT_EQ(Status::Internal(s.message()).message(), s.message());  // idempotent
+  EXPECT_EQ(s.WithContext("rank 1").message(), "rank 1: " + s.message());
+}
+
 }  // namespace
 }  // namespace pw
