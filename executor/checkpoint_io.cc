@@ -68,6 +68,22 @@ StatusOr<torch::Tensor> ReadLike(const safetensors::File& file, const std::strin
   return t;
 }
 
+// Writes one checkpoint file (safetensors::WriteFile: temp file, then
+// rename) and fills f->bytes and f->digest from what landed on disk.
+// ComputeError names the file.
+Status WriteCheckpointFile(const std::string& path, const std::vector<safetensors::TensorData>& data,
+                           const std::map<std::string, std::string>& metadata, CheckpointFile* f) {
+  std::vector<const safetensors::TensorData*> ptrs;
+  for (const auto& d : data) ptrs.push_back(&d);
+  Status st = safetensors::WriteFile(path, ptrs, metadata);
+  if (!st.ok()) return Status::ComputeError("writing checkpoint file " + path + ": " + st.message());
+  std::error_code ec;
+  f->bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  if (ec) return Status::ComputeError("checkpoint file " + path + ": " + ec.message());
+  PW_ASSIGN_OR_RETURN(f->digest, CheckpointFileDigest(path));
+  return Status::Ok();
+}
+
 }  // namespace
 
 const torch::optim::AdamWParamState* FindAdamWState(torch::optim::AdamW& optimizer, const torch::Tensor& p) {
@@ -115,14 +131,7 @@ StatusOr<std::vector<CheckpointFile>> SaveLayerFiles(const std::string& step_dir
     } catch (const c10::Error& e) {
       return Status::ComputeError("writing checkpoint file " + path + ": " + e.what_without_backtrace());
     }
-    std::vector<const safetensors::TensorData*> ptrs;
-    for (const auto& d : data) ptrs.push_back(&d);
-    Status st = safetensors::WriteFile(path, ptrs, metadata);
-    if (!st.ok()) return Status::ComputeError("writing checkpoint file " + path + ": " + st.message());
-    std::error_code ec;
-    f.bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-    if (ec) return Status::ComputeError("checkpoint file " + path + ": " + ec.message());
-    PW_ASSIGN_OR_RETURN(f.digest, CheckpointFileDigest(path));
+    PW_RETURN_IF_ERROR(WriteCheckpointFile(path, data, metadata, &f));
     written.push_back(f);
   }
   return written;
@@ -337,14 +346,7 @@ StatusOr<std::vector<CheckpointFile>> SaveShardFiles(const std::string& step_dir
     } catch (const c10::Error& e) {
       return Status::ComputeError("writing checkpoint file " + path + ": " + e.what_without_backtrace());
     }
-    std::vector<const safetensors::TensorData*> ptrs;
-    for (const auto& d : data) ptrs.push_back(&d);
-    Status st = safetensors::WriteFile(path, ptrs, metadata);
-    if (!st.ok()) return Status::ComputeError("writing checkpoint file " + path + ": " + st.message());
-    std::error_code ec;
-    f.bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-    if (ec) return Status::ComputeError("checkpoint file " + path + ": " + ec.message());
-    PW_ASSIGN_OR_RETURN(f.digest, CheckpointFileDigest(path));
+    PW_RETURN_IF_ERROR(WriteCheckpointFile(path, data, metadata, &f));
     written.push_back(f);
   }
   return written;
