@@ -24,6 +24,13 @@ namespace pw {
 
 using SlotGrid = std::vector<std::string>;  // [rank] -> one char per slot
 
+inline constexpr int kSlotPeriod = 6;               // slots per microbatch and rank: 2 chunks x (F, I, W)
+inline constexpr const char* kSlotKinds = "FfBbWw";  // a pass kind's letter; index = kind
+
+// Kind index of a grid character (its position in kSlotKinds), -1 for
+// anything else (idle ' ', padding).
+int SlotKind(char c);
+
 // Turns a grid into a compute-only program for req (V placement, v = 2):
 // each rank's passes in slot order, the k-th occurrence of a letter on a
 // rank being microbatch k. The grid must hold every pass of every
