@@ -239,6 +239,16 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
     }
   }
   if (max_stage < 0) return Status::InvalidArgument(source + ": no actions");
+  // A stage named only by runtime actions that are dropped (WAIT_*, UNSHARD,
+  // ...) would vanish from the program and from what it writes, and its row
+  // would come back as a rank with no actions, or not at all.
+  for (auto [stage, row] : stage_row)
+    if (!kept_stages.count(stage))
+      return Status::InvalidArgument(source + ": stage " + std::to_string(stage) + " (row " +
+                                     std::to_string(row + 1) +
+                                     ") has only runtime actions that pipewright drops (WAIT_*, UNSHARD, RESHARD, "
+                                     "REDUCE_GRAD without --dp-size); stages with compute: 0.." +
+                                     std::to_string(max_stage));
   p.num_stages = max_stage + 1;
   p.dp_size = options.dp_size;
   p.stage_to_rank.assign(p.num_stages, -1);
@@ -248,13 +258,6 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
     if (p.stage_to_rank[s] < 0)
       return Status::InvalidArgument(source + ": stage " + std::to_string(s) + " appears in no row, but stage " +
                                      std::to_string(max_stage) + " does (stages must be numbered 0..S-1)");
-    // A stage named only by runtime actions that are dropped (WAIT_*,
-    // UNSHARD, ...) would vanish from the program and from what it writes.
-    if (!kept_stages.count(s))
-      return Status::InvalidArgument(source + ": stage " + std::to_string(s) +
-                                     " has only runtime actions that pipewright drops (WAIT_*, UNSHARD, RESHARD, "
-                                     "REDUCE_GRAD without --dp-size), but stage " + std::to_string(max_stage) +
-                                     " has compute (stages must be numbered 0..S-1)");
   }
   PW_RETURN_IF_ERROR(RepairOneBasedForwards(&p, source, first_cell, notes));
   int max_mb = -1;

@@ -179,7 +179,22 @@ Status ReadRopeScaling(const json& c, const std::string& source, ModelConfig* m)
 StatusOr<ModelFamily> ConfigModelFamily(const json& c, const std::string& source) {
   if (!c.is_object()) return Status::InvalidArgument(source + ": expected a JSON object (a HF config.json)");
   std::string type = c.contains("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
-  if (type.empty()) type = c.contains("n_embd") || c.contains("n_layer") ? "gpt2" : "llama";
+  if (type.empty()) {
+    // Without model_type the field names decide; a file naming sizes in both
+    // families' words (n_layer and num_hidden_layers, ...) is ambiguous: the
+    // two readers would pick different fields.
+    std::string gpt2_key, llama_key;
+    const bool gpt2 = FindKey(c, {"n_embd", "n_layer", "n_head", "n_inner", "n_positions"}, &gpt2_key);
+    // (num_key_value_heads is not one: GPT-2 configs may state it, equal to
+    // the heads.)
+    const bool llama =
+        FindKey(c, {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"}, &llama_key);
+    if (gpt2 && llama)
+      return Status::InvalidArgument(source + ": no 'model_type', and both a GPT-2 field ('" + gpt2_key +
+                                     "') and a Llama field ('" + llama_key +
+                                     "'): add \"model_type\" (gpt2, llama, mistral or qwen2) to say which applies");
+    type = gpt2 ? "gpt2" : "llama";
+  }
   if (type == "gpt2") return ModelFamily::kGpt2;
   if (type == "llama" || type == "mistral" || type == "qwen2") return ModelFamily::kLlama;
   return Status::InvalidArgument(source + ": field 'model_type' is '" + type + "'; known: gpt2, llama, mistral, qwen2");
@@ -213,6 +228,11 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
     kv = a;
   }
   m.num_kv_heads = static_cast<int>(kv);
+  // transformers' GPT2Attention has as many key/value heads as query heads.
+  if (m.family == ModelFamily::kGpt2 && kv != a)
+    return Status::InvalidArgument(source + ": field 'num_key_value_heads' (" + std::to_string(kv) +
+                                   ") differs from the attention heads (" + std::to_string(a) +
+                                   "): GPT-2 has no grouped-query attention");
   if (a % kv != 0)
     return Status::InvalidArgument(source + ": 'num_attention_heads' (" + std::to_string(a) +
                                    ") must be a multiple of 'num_key_value_heads' (" + std::to_string(kv) + ")");

@@ -102,15 +102,19 @@ struct ModelConfig {
 
 // The family `config` describes: its `model_type` when that is a string
 // ("gpt2" or "llama"); otherwise (missing, null or not a string) gpt2 if a
-// GPT-2 field name (`n_embd` or `n_layer`) is present, else llama. `source`
-// names the file in errors. Returns InvalidArgument naming 'model_type' for
-// any other type. ParseModelConfig applies exactly this rule.
+// GPT-2 field name (`n_embd`, `n_layer`, `n_head`, `n_inner`, `n_positions`)
+// is present, else llama. `source` names the file in errors. Returns
+// InvalidArgument naming 'model_type' for any other type, and for a config
+// without one that holds both a GPT-2 field name and a Llama one
+// (`hidden_size`, `num_hidden_layers`, `num_attention_heads`,
+// `intermediate_size`). ParseModelConfig applies exactly this rule.
 StatusOr<ModelFamily> ConfigModelFamily(const nlohmann::json& config, const std::string& source);
 
 // Parses a HF config object. `source` names the file in errors. Returns
 // InvalidArgument naming the field for a missing, non-integer or
 // non-positive size, hidden % heads != 0 without `head_dim`, heads %
-// kv_heads != 0, a RoPE scaling type other than default / linear / llama3
+// kv_heads != 0, a GPT-2 config whose `num_key_value_heads` differs from its
+// heads, a RoPE scaling type other than default / linear / llama3
 // (naming 'rope_scaling.rope_type' or 'rope_parameters.rope_type') or a bad
 // scaling number, a `sliding_window` below max_position_embeddings, a
 // mixture-of-experts field (`num_local_experts`, `num_experts`), or an

@@ -30,17 +30,13 @@ StatusOr<GptConfig> ParseGptConfig(const json& config, const std::string& source
                                    "' is not supported by the executor, which builds GPT-2-style models only "
                                    "(use a config with model_type \"gpt2\" or none)");
   // The sizes come from the planner's reader, read as GPT-2 (an untyped
-  // config's family is checked below, after the GQA check, so that a GQA
-  // config is named as such), with the executor's byte vocabulary when the
-  // config has none.
+  // config's family is checked below, so that a GQA config is named as
+  // such), with the executor's byte vocabulary when the config has none.
   json gpt = config;
   if (!typed) gpt["model_type"] = "gpt2";
   if (!gpt.contains("vocab_size") || gpt["vocab_size"].is_null()) gpt["vocab_size"] = kByteVocab;
+  // (It refuses a GPT-2 config with grouped-query attention.)
   PW_ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(gpt, source));
-  if (m.num_kv_heads != m.num_heads)
-    return Status::InvalidArgument(source + ": num_key_value_heads (" + std::to_string(m.num_kv_heads) +
-                                   ") differs from the attention heads (" + std::to_string(m.num_heads) +
-                                   "): grouped-query attention, which the executor does not build");
   if (!typed) {
     PW_ASSIGN_OR_RETURN(ModelFamily planned, ConfigModelFamily(config, source));
     if (planned != ModelFamily::kGpt2)

@@ -156,7 +156,8 @@ TEST(OneConfigReader, BothNameTheBadField) {
       {"n_positions", false, "field 'n_positions' must be a positive integer, got false"},
       {"vocab_size", 0, "field 'vocab_size' must be a positive integer, got 0"},
       {"n_head", 3, "field 'n_embd' (16) is not divisible by field 'n_head' (3)"},
-      {"num_key_value_heads", 3, "'num_attention_heads' (4) must be a multiple of 'num_key_value_heads' (3)"},
+      {"num_key_value_heads", 3, "field 'num_key_value_heads' (3) differs from the attention heads (4): GPT-2 has no "
+                                 "grouped-query attention"},
       {"num_key_value_heads", 0, "field 'num_key_value_heads' must be a positive integer, got 0"},
   };
   for (const auto& c : cases) {
@@ -197,13 +198,15 @@ TEST(OneConfigReader, ExecutorRefusalsNameTheField) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(g->layer_norm_epsilon, 1e-6);
 
-  // Grouped-query attention: the planner reads it, the executor does not build it.
+  // Grouped-query attention in a GPT-2 config: GPT-2 has none, so both
+  // readers refuse it (the planner used to read it and write a config.json
+  // without it).
   json gqa = base;
   gqa["num_key_value_heads"] = 2;
   json planned_gqa = gqa;
   planned_gqa["vocab_size"] = 256;
-  EXPECT_TRUE(ParseModelConfig(planned_gqa, "x.json").ok());
-  refused(gqa, "x.json: num_key_value_heads (2) differs from the attention heads (4)");
+  EXPECT_FALSE(ParseModelConfig(planned_gqa, "x.json").ok());
+  refused(gqa, "x.json: field 'num_key_value_heads' (2) differs from the attention heads (4)");
 
   // Another model_type, given: the planner knows llama, not bert; the executor neither.
   json bert = base;
@@ -247,7 +250,6 @@ TEST(OneConfigReader, FamilyRule) {
       {R"({"model_type": "gpt2"})", ModelFamily::kGpt2},
       {R"({"model_type": "llama", "n_layer": 2})", ModelFamily::kLlama},
       {R"({"n_layer": 2})", ModelFamily::kGpt2},
-      {R"({"n_embd": 2, "hidden_size": 2})", ModelFamily::kGpt2},
       {R"({"model_type": null, "n_embd": 2})", ModelFamily::kGpt2},
       {R"({"hidden_size": 2})", ModelFamily::kLlama},
   };
@@ -255,6 +257,33 @@ TEST(OneConfigReader, FamilyRule) {
     auto f = ConfigModelFamily(json::parse(c.config), "x.json");
     ASSERT_TRUE(f.ok()) << c.config << ": " << f.status().ToString();
     EXPECT_EQ(*f, c.want) << c.config;
+  }
+  // Without model_type, field names of both families are ambiguous (fuzzing
+  // found a Mistral config with GPT-2 names whose written config.json read
+  // back with other kv heads); with model_type the type decides.
+  for (const char* mixed : {R"({"n_embd": 2, "hidden_size": 2})", R"({"n_layer": 12, "num_hidden_layers": 32})"}) {
+    auto f = ConfigModelFamily(json::parse(mixed), "x.json");
+    ASSERT_FALSE(f.ok()) << mixed;
+    EXPECT_NE(f.status().message().find("x.json: no 'model_type', and both a GPT-2 field"), std::string::npos)
+        << f.status().message();
+  }
+  {
+    auto f = ConfigModelFamily(json::parse(R"({"model_type": "gpt2", "n_embd": 2, "hidden_size": 2})"), "x.json");
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ(*f, ModelFamily::kGpt2);
+  }
+  // GPT-2 has no grouped-query attention: a kv head count other than the
+  // head count is refused, not dropped by the writer.
+  {
+    json gqa = {{"model_type", "gpt2"}, {"n_layer", 2},      {"n_embd", 16},        {"n_head", 4},
+                {"n_positions", 16},   {"vocab_size", 256}, {"num_key_value_heads", 2}};
+    auto m = ParseModelConfig(gqa, "g.json");
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("g.json: field 'num_key_value_heads' (2) differs from the attention heads (4)"),
+              std::string::npos)
+        << m.status().message();
+    gqa["num_key_value_heads"] = 4;
+    EXPECT_TRUE(ParseModelConfig(gqa, "g.json").ok());
   }
   auto bad = ConfigModelFamily(json::parse(R"({"model_type": "t5"})"), "x.json");
   ASSERT_FALSE(bad.ok());

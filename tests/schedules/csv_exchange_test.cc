@@ -240,8 +240,33 @@ TEST(CsvExchange, StageWithOnlyDroppedRuntimeActionsIsRefused) {
       "0F0,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n1F0,1B0\n4F0,2F0,2B0,3WAIT_REDUCE_GRAD\n";
   auto p = ParseScheduleCsv(text, "fz.csv");
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("stage 3 has only runtime actions that pipewright drops"), std::string::npos)
+  EXPECT_NE(p.status().message().find("stage 3 (row 3) has only runtime actions that pipewright drops"), std::string::npos)
       << p.status().message();
+}
+
+// Fuzzing found it: a last row holding only a dropped WAIT_REDUCE_GRAD, of a
+// stage above every stage with compute, after empty rows, read as extra ranks
+// with no actions, and the written CSV (without those rows) did not read back
+// as the same program.
+TEST(CsvExchange, TrailingRowWithOnlyDroppedRuntimeActionsIsRefused) {
+  const std::string text =
+      "0F0,0F1,0B0,0B1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\r\n1F0,1B0,1F1,1B1\r\n\r\n\r\n\r\n3WAIT_REDUCE_GRAD\r\n";
+  auto p = ParseScheduleCsv(text, "fz.csv");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("fz.csv: stage 3 (row 6) has only runtime actions that pipewright drops"),
+            std::string::npos)
+      << p.status().message();
+  EXPECT_NE(p.status().message().find("stages with compute: 0..1"), std::string::npos) << p.status().message();
+  // Without that row the same file reads, and its written form reads back
+  // as the same program (interior empty rows included).
+  const std::string kept = "0F0,0F1,0B0,0B1\n\n1F0,1B0,1F1,1B1\n";
+  auto q = ParseScheduleCsv(kept, "ok.csv");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->pp_size, 3);
+  auto back = ParseScheduleCsv(ScheduleToCsv(*q, CsvFormat::kComputeOnly), "back.csv");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->pp_size, q->pp_size);
+  EXPECT_EQ(back->ranks, q->ranks);
 }
 
 }  // namespace
