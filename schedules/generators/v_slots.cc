@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <tuple>
 
 #include "schedules/generators/generators.h"
@@ -40,19 +42,32 @@ int LastTime(const KindTimes& t) {
 // is taken only if its slot is s; otherwise s counts as idle. Two passes in
 // one slot (the reorder moves a pass onto a slot that a not yet visited
 // pass still holds) therefore leave the later kinds unvisited from there on,
-// as in zbv_greedy.py. at(s) = kind taken at slot s or -1.
-std::vector<int> WalkSlots(const KindTimes& t, int kinds, int bound) {
-  std::vector<int> at(static_cast<size_t>(bound) + 1, -1);
-  std::vector<size_t> next(kinds, 0);
+// as in zbv_greedy.py. Calls visit(s, kind taken at slot s or -1) for
+// s = 0..bound, stopping early if visit returns false. No allocation: the
+// reorder walks a rank once per slot it tries.
+template <typename Visit>
+void ForEachSlot(const KindTimes& t, int kinds, int bound, Visit visit) {
+  size_t next[6] = {0, 0, 0, 0, 0, 0};  // kinds <= 6
   for (int s = 0; s <= bound; ++s) {
     int best = -1, best_t = std::numeric_limits<int>::max();
     for (int k = 0; k < kinds; ++k)
       if (next[k] < t[k].size() && t[k][next[k]] < best_t) best = k, best_t = t[k][next[k]];
+    int taken = -1;
     if (best >= 0 && best_t == s) {
-      at[s] = best;
+      taken = best;
       ++next[best];
     }
+    if (!visit(s, taken)) return;
   }
+}
+
+// at(s) = kind taken at slot s or -1 (ForEachSlot), s = 0..bound.
+std::vector<int> WalkSlots(const KindTimes& t, int kinds, int bound) {
+  std::vector<int> at(static_cast<size_t>(bound) + 1, -1);
+  ForEachSlot(t, kinds, bound, [&](int s, int k) {
+    at[s] = k;
+    return true;
+  });
   return at;
 }
 
@@ -82,15 +97,14 @@ KindTimes PlaceW(KindTimes t, bool split) {
   return t;
 }
 
-// Peak activation count of one rank (F/f +1, W -1); with kinds 0..3 only,
-// each idle slot retires one pending W (as PlaceW would).
-int PeakOfTimes(const KindTimes& t) {
+// Walks the activation count of one rank (F/f +1, W -1; with kinds 0..3
+// only, each idle slot retires one pending W, as PlaceW would), calling
+// step(count) after each slot until it returns false.
+template <typename Step>
+void WalkActivations(const KindTimes& t, Step step) {
   const bool has_w = t.size() > 4;
-  const int bound = LastTime(t);
-  const std::vector<int> at = WalkSlots(t, static_cast<int>(t.size()), bound);
-  int cur = 0, peak = 0, pending = 0;
-  for (int s = 0; s <= bound; ++s) {
-    const int k = at[s];
+  int cur = 0, pending = 0;
+  ForEachSlot(t, static_cast<int>(t.size()), LastTime(t), [&](int, int k) {
     if (k >= 0) {
       if (k < 2) ++cur;
       else if (k < 4) ++pending;
@@ -99,9 +113,26 @@ int PeakOfTimes(const KindTimes& t) {
       --cur;
       --pending;
     }
+    return step(cur);
+  });
+}
+
+// Peak activation count of one rank (WalkActivations; 0 if empty).
+int PeakOfTimes(const KindTimes& t) {
+  int peak = 0;
+  WalkActivations(t, [&](int cur) {
     peak = std::max(peak, cur);
-  }
+    return true;
+  });
   return peak;
+}
+
+// PeakOfTimes(t) <= limit, stopping at the first slot over the limit.
+bool PeakAtMost(const KindTimes& t, int limit) {
+  if (limit < 0) return false;  // the peak starts at 0
+  bool within = true;
+  WalkActivations(t, [&](int cur) { return within = cur <= limit; });
+  return within;
 }
 
 // The dependency of (rank r, kind k, microbatch mb) in slot grids: the same
@@ -117,22 +148,25 @@ void ForEachDep(int P, int r, int k, Fn dep) {
 
 // Visits every pass of `t` (all ranks) in (slot, rank, kind, microbatch)
 // order: fn(rank, kind, mb) may change t[rank][kind][mb] (only that one).
+// The heads of the (rank, kind) lists sit in a min-heap by (slot, rank,
+// kind): the smallest head is the one a scan of every head would pick, and
+// a visit changes no other head, so the order is that scan's.
 template <typename Fn>
 void InSlotOrder(std::vector<KindTimes>& t, Fn fn) {
   const int P = static_cast<int>(t.size());
   const int nk = static_cast<int>(t[0].size());
+  using Head = std::tuple<int, int, int>;  // (slot, rank, kind)
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
   std::vector<std::vector<size_t>> next(P, std::vector<size_t>(nk, 0));
-  size_t total = 0;
-  for (const auto& rt : t)
-    for (const auto& v : rt) total += v.size();
-  for (size_t n = 0; n < total; ++n) {
-    std::tuple<int, int, int> best{std::numeric_limits<int>::max(), 0, 0};
-    for (int r = 0; r < P; ++r)
-      for (int k = 0; k < nk; ++k)
-        if (next[r][k] < t[r][k].size()) best = std::min(best, std::make_tuple(t[r][k][next[r][k]], r, k));
-    const int r = std::get<1>(best), k = std::get<2>(best);
+  for (int r = 0; r < P; ++r)
+    for (int k = 0; k < nk; ++k)
+      if (!t[r][k].empty()) heads.emplace(t[r][k][0], r, k);
+  while (!heads.empty()) {
+    const int r = std::get<1>(heads.top()), k = std::get<2>(heads.top());
+    heads.pop();
     const int mb = static_cast<int>(next[r][k]++);
     fn(r, k, mb);
+    if (next[r][k] < t[r][k].size()) heads.emplace(t[r][k][next[r][k]], r, k);
   }
 }
 
@@ -170,6 +204,7 @@ std::vector<KindTimes> ReorderRound(std::vector<KindTimes> t, bool with_w) {
   for (int r = 0; r < P; ++r) used[r].assign(static_cast<size_t>(LastTime(t[r])) + 1, 0);
   const int m = static_cast<int>(t[0][0].size());
   int phase = 0;
+  std::vector<int> is;  // buffer: one rank's I slots
   InSlotOrder(t, [&](int r, int k, int mb) {
     int& slot = t[r][k][mb];
     if (k == 3 && r == 0 && phase == 0) phase = 1;
@@ -181,10 +216,10 @@ std::vector<KindTimes> ReorderRound(std::vector<KindTimes> t, bool with_w) {
     }
     int earliest = -1;
     ForEachDep(P, r, k, [&](int dr, int dk) { earliest = std::max(earliest, t[dr][dk][mb]); });
-    if (k == 4) {  // the mb-th W follows the mb-th I of either chunk
-      std::vector<int> is = t[r][2];
+    if (k == 4) {  // the mb-th W follows the mb-th I of either chunk (the mb-th smallest I slot)
+      is.assign(t[r][2].begin(), t[r][2].end());
       is.insert(is.end(), t[r][3].begin(), t[r][3].end());
-      std::sort(is.begin(), is.end());
+      std::nth_element(is.begin(), is.begin() + mb, is.end());
       earliest = std::max(earliest, is[mb]);
     }
     if (mb > 0) earliest = std::max(earliest, t[r][k][mb - 1]);
@@ -193,7 +228,7 @@ std::vector<KindTimes> ReorderRound(std::vector<KindTimes> t, bool with_w) {
     for (int s = earliest + 1; s < original && !moved; ++s) {
       if (used[r][s]) continue;
       slot = s;
-      moved = PeakOfTimes(t[r]) <= peak;
+      moved = PeakAtMost(t[r], peak);
     }
     if (!moved) slot = original;
     used[r][slot] = 1;
@@ -204,18 +239,6 @@ std::vector<KindTimes> ReorderRound(std::vector<KindTimes> t, bool with_w) {
 }
 
 }  // namespace
-
-int SlotKind(char c) {
-  struct Table {
-    signed char kind[256];
-    Table() {
-      for (int c = 0; c < 256; ++c) kind[c] = -1;
-      for (int k = 0; k < 6; ++k) kind[static_cast<unsigned char>(kSlotKinds[k])] = static_cast<signed char>(k);
-    }
-  };
-  static const Table table;
-  return table.kind[static_cast<unsigned char>(c)];
-}
 
 int SlotPeak(const std::string& row) {
   int cur = 0, peak = 0;

@@ -194,9 +194,10 @@ class Greedy {
     *lower = pr == r ? kInf : dec_[pr] + std::max(pass_cost, eps_) + msg;
   }
 
-  // Next F and I of every stage of rank r, later stages first.
-  std::vector<Candidate> Candidates(int r) const {
-    std::vector<Candidate> out;
+  // Next F and I of every stage of rank r, later stages first, into `out`
+  // (cleared; a buffer kept across steps, so the hot loop does not allocate).
+  void Candidates(int r, std::vector<Candidate>& out) const {
+    out.clear();
     const auto& st = stages_of_[r];
     for (int j = static_cast<int>(st.size()) - 1; j >= 0; --j) {
       int s = st[j];
@@ -220,7 +221,6 @@ class Greedy {
       if (s > 0) Arrival(r, s - 1, f_end_[Key(s - 1, mb)], c_.stages[s - 1].f, s, true, &c.ready, &c.lower);
       out.push_back(c);
     }
-    return out;
   }
 
   bool MemoryAllows(int r, const Candidate& c) const {
@@ -246,7 +246,8 @@ class Greedy {
   // Places rank r's next pass (true) or moves its clock to when it may (false).
   bool Decide(int r) {
     const double t = dec_[r];
-    const std::vector<Candidate> cands = Candidates(r);
+    std::vector<Candidate>& cands = cands_;
+    Candidates(r, cands);
     const Candidate* pick_i = nullptr;
     const Candidate* pick_f = nullptr;
     bool memory_blocked = false;
@@ -347,6 +348,7 @@ class Greedy {
   std::vector<int64_t> mem_, reserve_;       // [rank] -> bytes in use, bytes kept for later forwards
   std::vector<double> free_, dec_;           // [rank] -> end of last pass, decision clock
   std::vector<int> left_;                    // [rank] -> passes still to place
+  std::vector<Candidate> cands_;             // Decide's buffer: the deciding rank's next F's and I's
 };
 
 std::string Bytes(double b) { return std::to_string(static_cast<int64_t>(b)); }
