@@ -241,7 +241,9 @@ void ReleaseWarmupW(Grid* g, int peak) {
 // Fills each idle slot, left to right, with the first later pass of the
 // rank (one per kind, the earliest of that kind) whose inputs are already
 // placed before it and that does not raise the peak
-// (reorder_greedily_without_increasing_peak_mem).
+// (reorder_greedily_without_increasing_peak_mem). As the reference, a kind
+// counts as available while the slot is before the kind's last slot in the
+// grid as it was on entry (`last`), even after that pass has moved.
 void FillBubbles(Grid* g, int m) {
   const int P = static_cast<int>(g->size());
   PadGrid(g);
@@ -251,6 +253,10 @@ void FillBubbles(Grid* g, int m) {
   for (int r = 0; r < P; ++r)
     for (int j = 0; j < width; ++j)
       if (KindOf((*g)[r][j]) >= 0) last[r][KindOf((*g)[r][j])] = j;
+  // The last slot that holds each kind now (moves only go left). Past the
+  // largest of an idle slot's available kinds the scan can find nothing,
+  // so it stops there instead of at the row's end: same result.
+  std::vector<std::array<int, 6>> now_last = last;
   std::vector<int> mem(P, 0);
   std::vector<std::array<int, 6>> count(P, {0, 0, 0, 0, 0, 0});
   SlotIndex idx(P, m);
@@ -268,10 +274,13 @@ void FillBubbles(Grid* g, int m) {
         continue;
       }
       bool avail[6];
-      int n_avail = 0;
-      for (int k = 0; k < 6; ++k) n_avail += (avail[k] = last[r][k] > j);
+      int n_avail = 0, scan_end = -1;
+      for (int k = 0; k < 6; ++k) {
+        n_avail += (avail[k] = last[r][k] > j);
+        if (avail[k]) scan_end = std::max(scan_end, now_last[r][k]);
+      }
       int delta = 0, delta_peak = 0;
-      for (int s = j + 1; s < width && n_avail > 0; ++s) {
+      for (int s = j + 1; s <= scan_end && n_avail > 0; ++s) {
         const char c = row[s];
         if (c == 'F' || c == 'f') ++delta;
         if (c == 'W' || c == 'w') --delta;
@@ -304,6 +313,12 @@ void FillBubbles(Grid* g, int m) {
         if (!ok) continue;
         row[j] = c;
         row[s] = ' ';
+        if (now_last[r][k] == s)  // the kind's last pass moved: its new last is in [j, s)
+          for (int x = s - 1; x >= j; --x)
+            if (KindOf(row[x]) == k) {
+              now_last[r][k] = x;
+              break;
+            }
         place(r, j, c);
         break;
       }
