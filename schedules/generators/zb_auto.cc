@@ -437,7 +437,8 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
   // (ties keep the earlier one).
   auto beats_best = [&](const Outcome& o) {
     const double tol = 1e-9 * std::max(1.0, o.steady);
-    return o.fits && (o.steady < best_steady - tol || (o.steady <= best_steady + tol && o.makespan < best_makespan - tol));
+    return o.fits &&
+           (o.steady < best_steady - tol || (o.steady <= best_steady + tol && o.makespan < best_makespan - tol));
   };
   // Simulates a candidate and keeps it if it fits and beats the best so far.
   auto consider = [&](StatusOr<Program> prog, Outcome* outcome) -> Status {
