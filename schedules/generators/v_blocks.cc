@@ -253,9 +253,10 @@ void FillBubbles(Grid* g, int m) {
   for (int r = 0; r < P; ++r)
     for (int j = 0; j < width; ++j)
       if (KindOf((*g)[r][j]) >= 0) last[r][KindOf((*g)[r][j])] = j;
-  // The last slot that holds each kind now (moves only go left). Past the
-  // largest of an idle slot's available kinds the scan can find nothing,
-  // so it stops there instead of at the row's end: same result.
+  // The last slot that holds each kind now (moves only go left). An
+  // available kind with no pass after the idle slot any more can never be
+  // found, so the scan stops once every kind that still has one was met
+  // (the rest of the scan could change nothing) instead of at the row's end.
   std::vector<std::array<int, 6>> now_last = last;
   std::vector<int> mem(P, 0);
   std::vector<std::array<int, 6>> count(P, {0, 0, 0, 0, 0, 0});
@@ -274,13 +275,13 @@ void FillBubbles(Grid* g, int m) {
         continue;
       }
       bool avail[6];
-      int n_avail = 0, scan_end = -1;
+      int n_avail = 0, n_findable = 0;  // available kinds; those with a pass after j
       for (int k = 0; k < 6; ++k) {
         n_avail += (avail[k] = last[r][k] > j);
-        if (avail[k]) scan_end = std::max(scan_end, now_last[r][k]);
+        n_findable += avail[k] && now_last[r][k] > j;
       }
       int delta = 0, delta_peak = 0;
-      for (int s = j + 1; s <= scan_end && n_avail > 0; ++s) {
+      for (int s = j + 1; s < width && n_avail > 0 && n_findable > 0; ++s) {
         const char c = row[s];
         if (c == 'F' || c == 'f') ++delta;
         if (c == 'W' || c == 'w') --delta;
@@ -290,6 +291,7 @@ void FillBubbles(Grid* g, int m) {
         if (k < 0 || !avail[k]) continue;
         avail[k] = false;
         --n_avail;
+        --n_findable;
         if ((c == 'F' || c == 'f') && mem[r] + prev_peak >= peak) continue;
         const int mb = count[r][k];
         bool ok = true;
