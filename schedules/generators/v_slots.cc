@@ -43,8 +43,7 @@ int LastTime(const KindTimes& t) {
 // one slot (the reorder moves a pass onto a slot that a not yet visited
 // pass still holds) therefore leave the later kinds unvisited from there on,
 // as in zbv_greedy.py. Calls visit(s, kind taken at slot s or -1) for
-// s = 0..bound, stopping early if visit returns false. No allocation: the
-// reorder walks a rank once per slot it tries.
+// s = 0..bound, stopping early if visit returns false.
 //
 // TakeAt is one slot of it: the kind taken at slot s by the walk whose
 // per-kind pointers are next[0..kinds) (advanced past it), or -1.
