@@ -71,24 +71,28 @@ Status CheckProgramShape(const Program& p) {
       const Action& a = p.ranks[r][i];
       const bool reduce = IsReduceGrad(a.type);
       const bool mb_ok = reduce ? a.microbatch == -1 : (a.microbatch >= 0 && a.microbatch < p.num_microbatches);
-      std::string where = "rank " + std::to_string(r) + ", action " + std::to_string(i) + " '" + a.ToString() + "'";
+      // Built only for an error: programs of 10^5 actions are checked in hot loops.
+      auto where_of = [&] {
+        return "rank " + std::to_string(r) + ", action " + std::to_string(i) + " '" + a.ToString() + "'";
+      };
       if (IsOverlap(a.type)) {  // the B half: a different stage of the same rank
         if (a.b_stage < 0 || a.b_stage >= p.num_stages)
-          return Status::InvalidArgument(where + ": the B half's stage is not in [0, " +
+          return Status::InvalidArgument(where_of() + ": the B half's stage is not in [0, " +
                                          std::to_string(p.num_stages) + ")");
         if (a.b_microbatch < 0 || a.b_microbatch >= p.num_microbatches)
-          return Status::InvalidArgument(where + ": the B half's microbatch is not in [0, " +
+          return Status::InvalidArgument(where_of() + ": the B half's microbatch is not in [0, " +
                                          std::to_string(p.num_microbatches) + ")");
         if (p.stage_to_rank[a.b_stage] != r)
-          return Status::InvalidArgument(where + ": the B half's stage " + std::to_string(a.b_stage) +
+          return Status::InvalidArgument(where_of() + ": the B half's stage " + std::to_string(a.b_stage) +
                                          " lives on rank " + std::to_string(p.stage_to_rank[a.b_stage]));
         if (a.b_stage == a.stage)
-          return Status::InvalidArgument(where + ": both halves of an OVERLAP_F_B are on stage " +
+          return Status::InvalidArgument(where_of() + ": both halves of an OVERLAP_F_B are on stage " +
                                          std::to_string(a.stage) + " (a pair overlaps two different stages)");
       } else if (a.b_stage != -1 || a.b_microbatch != -1) {
-        return Status::InvalidArgument(where + ": only an OVERLAP_F_B has a B half");
+        return Status::InvalidArgument(where_of() + ": only an OVERLAP_F_B has a B half");
       }
       if (a.stage >= 0 && a.stage < p.num_stages && mb_ok && p.stage_to_rank[a.stage] == r) continue;
+      const std::string where = where_of();
       if (a.stage < 0 || a.stage >= p.num_stages)
         return Status::InvalidArgument(where + ": stage is not in [0, " + std::to_string(p.num_stages) + ")");
       if (reduce && !mb_ok)

@@ -52,7 +52,10 @@ class Engine {
     mem_.assign(p.pp_size, 0);
     result_.timing.resize(p.pp_size);
     result_.per_rank.resize(p.pp_size);
-    for (int r = 0; r < p.pp_size; ++r) result_.timing[r].resize(p.ranks[r].size());
+    for (int r = 0; r < p.pp_size; ++r) {
+      result_.timing[r].resize(p.ranks[r].size());
+      result_.per_rank[r].memory.reserve(p.ranks[r].size());  // one point per compute action (at most)
+    }
     for (int s = 0; s < p.num_stages; ++s) mem_[p.stage_to_rank[s]] += c.memory[s].static_bytes;
     for (int r = 0; r < p.pp_size; ++r) {
       result_.per_rank[r].start_memory_bytes = mem_[r];

@@ -241,7 +241,9 @@ void ReleaseWarmupW(Grid* g, int peak) {
 // Fills each idle slot, left to right, with the first later pass of the
 // rank (one per kind, the earliest of that kind) whose inputs are already
 // placed before it and that does not raise the peak
-// (reorder_greedily_without_increasing_peak_mem).
+// (reorder_greedily_without_increasing_peak_mem). As the reference, a kind
+// counts as available while the slot is before the kind's last slot in the
+// grid as it was on entry (`last`), even after that pass has moved.
 void FillBubbles(Grid* g, int m) {
   const int P = static_cast<int>(g->size());
   PadGrid(g);
@@ -251,6 +253,11 @@ void FillBubbles(Grid* g, int m) {
   for (int r = 0; r < P; ++r)
     for (int j = 0; j < width; ++j)
       if (KindOf((*g)[r][j]) >= 0) last[r][KindOf((*g)[r][j])] = j;
+  // The last slot that holds each kind now (moves only go left). An
+  // available kind with no pass after the idle slot any more can never be
+  // found, so the scan stops once every kind that still has one was met
+  // (the rest of the scan could change nothing) instead of at the row's end.
+  std::vector<std::array<int, 6>> now_last = last;
   std::vector<int> mem(P, 0);
   std::vector<std::array<int, 6>> count(P, {0, 0, 0, 0, 0, 0});
   SlotIndex idx(P, m);
@@ -268,10 +275,13 @@ void FillBubbles(Grid* g, int m) {
         continue;
       }
       bool avail[6];
-      int n_avail = 0;
-      for (int k = 0; k < 6; ++k) n_avail += (avail[k] = last[r][k] > j);
+      int n_avail = 0, n_findable = 0;  // available kinds; those with a pass after j
+      for (int k = 0; k < 6; ++k) {
+        n_avail += (avail[k] = last[r][k] > j);
+        n_findable += avail[k] && now_last[r][k] > j;
+      }
       int delta = 0, delta_peak = 0;
-      for (int s = j + 1; s < width && n_avail > 0; ++s) {
+      for (int s = j + 1; s < width && n_avail > 0 && n_findable > 0; ++s) {
         const char c = row[s];
         if (c == 'F' || c == 'f') ++delta;
         if (c == 'W' || c == 'w') --delta;
@@ -281,6 +291,7 @@ void FillBubbles(Grid* g, int m) {
         if (k < 0 || !avail[k]) continue;
         avail[k] = false;
         --n_avail;
+        --n_findable;
         if ((c == 'F' || c == 'f') && mem[r] + prev_peak >= peak) continue;
         const int mb = count[r][k];
         bool ok = true;
@@ -304,6 +315,12 @@ void FillBubbles(Grid* g, int m) {
         if (!ok) continue;
         row[j] = c;
         row[s] = ' ';
+        if (now_last[r][k] == s)  // the kind's last pass moved: its new last is in [j, s)
+          for (int x = s - 1; x >= j; --x)
+            if (KindOf(row[x]) == k) {
+              now_last[r][k] = x;
+              break;
+            }
         place(r, j, c);
         break;
       }

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <tuple>
 
 #include "schedules/generators/generators.h"
@@ -40,19 +42,34 @@ int LastTime(const KindTimes& t) {
 // is taken only if its slot is s; otherwise s counts as idle. Two passes in
 // one slot (the reorder moves a pass onto a slot that a not yet visited
 // pass still holds) therefore leave the later kinds unvisited from there on,
-// as in zbv_greedy.py. at(s) = kind taken at slot s or -1.
+// as in zbv_greedy.py. Calls visit(s, kind taken at slot s or -1) for
+// s = 0..bound, stopping early if visit returns false.
+//
+// TakeAt is one slot of it: the kind taken at slot s by the walk whose
+// per-kind pointers are next[0..kinds) (advanced past it), or -1.
+int TakeAt(const KindTimes& t, int kinds, int* next, int s) {
+  int best = -1, best_t = std::numeric_limits<int>::max();
+  for (int k = 0; k < kinds; ++k)
+    if (static_cast<size_t>(next[k]) < t[k].size() && t[k][next[k]] < best_t) best = k, best_t = t[k][next[k]];
+  if (best < 0 || best_t != s) return -1;
+  ++next[best];
+  return best;
+}
+
+template <typename Visit>
+void ForEachSlot(const KindTimes& t, int kinds, int bound, Visit visit) {
+  int next[6] = {0, 0, 0, 0, 0, 0};  // kinds <= 6
+  for (int s = 0; s <= bound; ++s)
+    if (!visit(s, TakeAt(t, kinds, next, s))) return;
+}
+
+// at(s) = kind taken at slot s or -1 (ForEachSlot), s = 0..bound.
 std::vector<int> WalkSlots(const KindTimes& t, int kinds, int bound) {
   std::vector<int> at(static_cast<size_t>(bound) + 1, -1);
-  std::vector<size_t> next(kinds, 0);
-  for (int s = 0; s <= bound; ++s) {
-    int best = -1, best_t = std::numeric_limits<int>::max();
-    for (int k = 0; k < kinds; ++k)
-      if (next[k] < t[k].size() && t[k][next[k]] < best_t) best = k, best_t = t[k][next[k]];
-    if (best >= 0 && best_t == s) {
-      at[s] = best;
-      ++next[best];
-    }
-  }
+  ForEachSlot(t, kinds, bound, [&](int s, int k) {
+    at[s] = k;
+    return true;
+  });
   return at;
 }
 
@@ -82,24 +99,40 @@ KindTimes PlaceW(KindTimes t, bool split) {
   return t;
 }
 
-// Peak activation count of one rank (F/f +1, W -1); with kinds 0..3 only,
-// each idle slot retires one pending W (as PlaceW would).
+// The activation walk of one rank after some slot: ForEachSlot's pointers
+// and the count of chunk activations (F/f +1, W -1; with kinds 0..3 only,
+// each idle slot retires one pending W, as PlaceW would).
+struct WalkState {
+  int next[6] = {0, 0, 0, 0, 0, 0};  // per kind: index of its next pass
+  int cur = 0;                       // activations held
+  int pending = 0;                   // I's whose implicit W has not run
+  bool operator==(const WalkState& o) const {
+    return std::equal(next, next + 6, o.next) && cur == o.cur && pending == o.pending;
+  }
+};
+
+// Moves `st` over slot s of t.
+void AdvanceWalk(const KindTimes& t, WalkState& st, int s) {
+  const int kinds = static_cast<int>(t.size());
+  const int k = TakeAt(t, kinds, st.next, s);
+  if (k >= 0) {
+    if (k < 2) ++st.cur;
+    else if (k < 4) ++st.pending;
+    else --st.cur;
+  } else if (kinds <= 4 && st.pending) {
+    --st.cur;
+    --st.pending;
+  }
+}
+
+// Peak activation count of one rank (WalkState over its slots; 0 if empty).
 int PeakOfTimes(const KindTimes& t) {
-  const bool has_w = t.size() > 4;
+  WalkState st;
+  int peak = 0;
   const int bound = LastTime(t);
-  const std::vector<int> at = WalkSlots(t, static_cast<int>(t.size()), bound);
-  int cur = 0, peak = 0, pending = 0;
   for (int s = 0; s <= bound; ++s) {
-    const int k = at[s];
-    if (k >= 0) {
-      if (k < 2) ++cur;
-      else if (k < 4) ++pending;
-      else --cur;
-    } else if (!has_w && pending) {
-      --cur;
-      --pending;
-    }
-    peak = std::max(peak, cur);
+    AdvanceWalk(t, st, s);
+    peak = std::max(peak, st.cur);
   }
   return peak;
 }
@@ -117,22 +150,25 @@ void ForEachDep(int P, int r, int k, Fn dep) {
 
 // Visits every pass of `t` (all ranks) in (slot, rank, kind, microbatch)
 // order: fn(rank, kind, mb) may change t[rank][kind][mb] (only that one).
+// The heads of the (rank, kind) lists sit in a min-heap by (slot, rank,
+// kind): the smallest head is the one a scan of every head would pick, and
+// a visit changes no other head, so the order is that scan's.
 template <typename Fn>
 void InSlotOrder(std::vector<KindTimes>& t, Fn fn) {
   const int P = static_cast<int>(t.size());
   const int nk = static_cast<int>(t[0].size());
+  using Head = std::tuple<int, int, int>;  // (slot, rank, kind)
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
   std::vector<std::vector<size_t>> next(P, std::vector<size_t>(nk, 0));
-  size_t total = 0;
-  for (const auto& rt : t)
-    for (const auto& v : rt) total += v.size();
-  for (size_t n = 0; n < total; ++n) {
-    std::tuple<int, int, int> best{std::numeric_limits<int>::max(), 0, 0};
-    for (int r = 0; r < P; ++r)
-      for (int k = 0; k < nk; ++k)
-        if (next[r][k] < t[r][k].size()) best = std::min(best, std::make_tuple(t[r][k][next[r][k]], r, k));
-    const int r = std::get<1>(best), k = std::get<2>(best);
+  for (int r = 0; r < P; ++r)
+    for (int k = 0; k < nk; ++k)
+      if (!t[r][k].empty()) heads.emplace(t[r][k][0], r, k);
+  while (!heads.empty()) {
+    const int r = std::get<1>(heads.top()), k = std::get<2>(heads.top());
+    heads.pop();
     const int mb = static_cast<int>(next[r][k]++);
     fn(r, k, mb);
+    if (next[r][k] < t[r][k].size()) heads.emplace(t[r][k][next[r][k]], r, k);
   }
 }
 
@@ -155,6 +191,96 @@ std::vector<KindTimes> SqueezeUnit(std::vector<KindTimes> t) {
   return t;
 }
 
+// Maximum over a range of slots, with point updates (a segment tree over
+// n slots; an empty range or an unset slot counts as INT_MIN).
+class RangeMax {
+ public:
+  explicit RangeMax(int n = 0) : n_(std::max(n, 1)), v_(2 * static_cast<size_t>(n_), kNone) {}
+  void Set(int i, int x) {
+    size_t at = static_cast<size_t>(i) + n_;
+    v_[at] = x;
+    for (at /= 2; at >= 1; at /= 2) v_[at] = std::max(v_[2 * at], v_[2 * at + 1]);
+  }
+  int Max(int lo, int hi) const {  // over slots lo..hi
+    int best = kNone;
+    for (size_t a = static_cast<size_t>(lo) + n_, b = static_cast<size_t>(hi) + n_ + 1; a < b; a /= 2, b /= 2) {
+      if (a & 1) best = std::max(best, v_[a++]);
+      if (b & 1) best = std::max(best, v_[--b]);
+    }
+    return best;
+  }
+
+ private:
+  static constexpr int kNone = std::numeric_limits<int>::min();
+  int n_;
+  std::vector<int> v_;
+};
+
+// One rank's activation walk stored slot by slot, for the reorder's tries.
+// A try moves one pass from slot `original` to an earlier slot s: the walk
+// before s is the stored one (the moved pass's head is past every slot
+// before s either way), so the try resumes at s; and once its state equals
+// the stored state at a slot at or after `original`, the rest of the walk
+// is the stored one too (same pointers, same passes ahead). The answer is
+// PeakOfTimes(t) <= limit, in O(slots walked) instead of O(row).
+class StoredWalk {
+ public:
+  // Walks t (the rank's current slots) from slot 0.
+  void Build(const KindTimes& t) {
+    bound_ = LastTime(t);
+    after_.assign(static_cast<size_t>(std::max(bound_, 0)) + 1, WalkState{});
+    cur_ = RangeMax(bound_ + 1);
+    WalkState st;
+    for (int s = 0; s <= bound_; ++s) {
+      AdvanceWalk(t, st, s);
+      after_[s] = st;
+      cur_.Set(s, st.cur);
+    }
+  }
+
+  // PeakOfTimes(t) <= limit, where t is the stored slots with one pass moved
+  // from `original` to s < original. Remembers the walk for Commit().
+  bool TryPeakAtMost(const KindTimes& t, int s, int original, int limit) {
+    tried_.clear();
+    from_ = s;
+    if (limit < 0) return false;  // the peak starts at 0
+    if (s > 0 && cur_.Max(0, s - 1) > limit) return false;
+    WalkState st = s > 0 ? after_[s - 1] : WalkState{};
+    const int bound = LastTime(t);
+    for (int x = s; x <= bound; ++x) {
+      AdvanceWalk(t, st, x);
+      if (st.cur > limit) return false;
+      tried_.push_back(st);
+      if (x >= original && x <= bound_ && st == after_[x]) {
+        rejoined_ = true;
+        return x == bound_ || cur_.Max(x + 1, bound_) <= limit;
+      }
+    }
+    rejoined_ = false;
+    return true;
+  }
+
+  // Stores the last successful try's slots as the rank's walk.
+  void Commit() {
+    const int to = from_ + static_cast<int>(tried_.size()) - 1;
+    for (int x = from_; x <= to; ++x) {
+      after_[x] = tried_[x - from_];
+      cur_.Set(x, after_[x].cur);
+    }
+    if (rejoined_) return;
+    for (int x = to + 1; x <= bound_; ++x) cur_.Set(x, std::numeric_limits<int>::min());
+    bound_ = to;  // the moved pass was the last one
+  }
+
+ private:
+  int bound_ = -1;                // last slot of the stored walk
+  std::vector<WalkState> after_;  // [slot] -> state after it
+  RangeMax cur_;                  // [slot] -> activations after it
+  int from_ = 0;                  // last try: first slot walked
+  std::vector<WalkState> tried_;  // last try: states from from_ on
+  bool rejoined_ = false;         // last try met the stored walk again
+};
+
 // One reorder round of zbv_greedy.py: walks the passes in slot order and
 // moves each to the earliest idle slot after its inputs, if the rank's peak
 // does not grow. The steady phase (from rank 0's first b until the last F)
@@ -166,10 +292,13 @@ std::vector<KindTimes> ReorderRound(std::vector<KindTimes> t, bool with_w) {
     for (auto& rt : t) rt = PlaceW(rt, false);
   int peak = 0;
   for (const auto& rt : t) peak = std::max(peak, PeakOfTimes(rt));
+  std::vector<StoredWalk> walks(P);  // each rank's walk, for the peak check of a try
+  for (int r = 0; r < P; ++r) walks[r].Build(t[r]);
   std::vector<std::vector<char>> used(P);
   for (int r = 0; r < P; ++r) used[r].assign(static_cast<size_t>(LastTime(t[r])) + 1, 0);
   const int m = static_cast<int>(t[0][0].size());
   int phase = 0;
+  std::vector<int> is;  // buffer: one rank's I slots
   InSlotOrder(t, [&](int r, int k, int mb) {
     int& slot = t[r][k][mb];
     if (k == 3 && r == 0 && phase == 0) phase = 1;
@@ -181,10 +310,10 @@ std::vector<KindTimes> ReorderRound(std::vector<KindTimes> t, bool with_w) {
     }
     int earliest = -1;
     ForEachDep(P, r, k, [&](int dr, int dk) { earliest = std::max(earliest, t[dr][dk][mb]); });
-    if (k == 4) {  // the mb-th W follows the mb-th I of either chunk
-      std::vector<int> is = t[r][2];
+    if (k == 4) {  // the mb-th W follows the mb-th I of either chunk (the mb-th smallest I slot)
+      is.assign(t[r][2].begin(), t[r][2].end());
       is.insert(is.end(), t[r][3].begin(), t[r][3].end());
-      std::sort(is.begin(), is.end());
+      std::nth_element(is.begin(), is.begin() + mb, is.end());
       earliest = std::max(earliest, is[mb]);
     }
     if (mb > 0) earliest = std::max(earliest, t[r][k][mb - 1]);
@@ -193,8 +322,9 @@ std::vector<KindTimes> ReorderRound(std::vector<KindTimes> t, bool with_w) {
     for (int s = earliest + 1; s < original && !moved; ++s) {
       if (used[r][s]) continue;
       slot = s;
-      moved = PeakOfTimes(t[r]) <= peak;
+      moved = walks[r].TryPeakAtMost(t[r], s, original, peak);
     }
+    if (moved) walks[r].Commit();
     if (!moved) slot = original;
     used[r][slot] = 1;
   });
@@ -204,18 +334,6 @@ std::vector<KindTimes> ReorderRound(std::vector<KindTimes> t, bool with_w) {
 }
 
 }  // namespace
-
-int SlotKind(char c) {
-  struct Table {
-    signed char kind[256];
-    Table() {
-      for (int c = 0; c < 256; ++c) kind[c] = -1;
-      for (int k = 0; k < 6; ++k) kind[static_cast<unsigned char>(kSlotKinds[k])] = static_cast<signed char>(k);
-    }
-  };
-  static const Table table;
-  return table.kind[static_cast<unsigned char>(c)];
-}
 
 int SlotPeak(const std::string& row) {
   int cur = 0, peak = 0;

@@ -28,8 +28,19 @@ inline constexpr int kSlotPeriod = 6;               // slots per microbatch and 
 inline constexpr const char* kSlotKinds = "FfBbWw";  // a pass kind's letter; index = kind
 
 // Kind index of a grid character (its position in kSlotKinds), -1 for
-// anything else (idle ' ', padding).
-int SlotKind(char c);
+// anything else (idle ' ', padding). Inline: the grid walks call it for
+// every slot.
+inline int SlotKind(char c) {
+  switch (c) {
+    case 'F': return 0;
+    case 'f': return 1;
+    case 'B': return 2;
+    case 'b': return 3;
+    case 'W': return 4;
+    case 'w': return 5;
+    default: return -1;
+  }
+}
 
 // Turns a grid into a compute-only program for req (V placement, v = 2):
 // each rank's passes in slot order, the k-th occurrence of a letter on a

@@ -57,6 +57,15 @@
 // (GreedyFlags::keep_i_room); with one microbatch in flight fitting every
 // rank, some run then finishes.
 //
+// Cost: each list-scheduler run notes which single-flag changes never
+// altered one of its decisions (FlagEcho); a later flag set that differs
+// from an earlier run only in such a flag would repeat that run exactly,
+// so it is skipped (unless that run's outcome would now win, which only
+// the 1e-9 tolerance of the comparison allows; then it runs). The chosen
+// program is the one the full grid picks (tests/schedules/
+// generation_digest_test.cc); Interleaved ZB at P = 32, v = 2, m = 256 runs
+// 24 of its 48 flag sets.
+//
 // Inputs beyond the paper's code: per-stage F/I/W times (stages may differ),
 // per-stage message times (latency + send bytes / bandwidth, zero between
 // stages on one rank), per-stage activation/wstash bytes.
@@ -99,6 +108,17 @@ struct GreedyFlags {
   bool keep_i_room = false;
 };
 
+// Which single-flag changes would have left a whole greedy run unchanged:
+// every branch that reads a flag is also evaluated with that one flag
+// changed (the others as they are), and an entry turns false the first time
+// the outcome differs. A run whose entry stayed true makes the same
+// decision at every step with the flag changed, so that run's program (or
+// its failure) is exactly this one's: the search skips it.
+struct FlagEcho {
+  bool f_overrun = true, f_before_i = true, greedy_w = true, reserve_all = true, keep_i_room = true;
+  bool cap_slack[3] = {true, true, true};  // [cap_slack + 1] for the values -1, 0, 1
+};
+
 // One greedy run. Times in seconds, memory in costs.memory units.
 class Greedy {
  public:
@@ -134,12 +154,19 @@ class Greedy {
     free_.assign(P_, 0.0);
     dec_.assign(P_, 0.0);
     left_.assign(P_, 0);
-    for (int r = 0; r < P_; ++r) left_[r] = 3 * m_ * static_cast<int>(stages_of_[r].size());
+    for (int r = 0; r < P_; ++r) {
+      left_[r] = 3 * m_ * static_cast<int>(stages_of_[r].size());
+      prog_.ranks[r].reserve(left_[r]);
+    }
     // A tiny positive duration, so that waiting always moves the clock.
     double max_cost = 0;
     for (const StageCost& sc : c_.stages) max_cost = std::max({max_cost, sc.f, sc.i, sc.w});
     eps_ = 1e-9 * (max_cost > 0 ? max_cost : 1.0);
   }
+
+  // Which single-flag changes would have left this run unchanged (FlagEcho);
+  // complete once Run() has returned.
+  const FlagEcho& echo() const { return echo_; }
 
   // Returns the compute-only program, or Infeasible if the ranks get stuck
   // under the memory limit.
@@ -194,9 +221,10 @@ class Greedy {
     *lower = pr == r ? kInf : dec_[pr] + std::max(pass_cost, eps_) + msg;
   }
 
-  // Next F and I of every stage of rank r, later stages first.
-  std::vector<Candidate> Candidates(int r) const {
-    std::vector<Candidate> out;
+  // Next F and I of every stage of rank r, later stages first, into `out`
+  // (cleared; a buffer kept across steps, so the hot loop does not allocate).
+  void Candidates(int r, std::vector<Candidate>& out) const {
+    out.clear();
     const auto& st = stages_of_[r];
     for (int j = static_cast<int>(st.size()) - 1; j >= 0; --j) {
       int s = st[j];
@@ -220,33 +248,55 @@ class Greedy {
       if (s > 0) Arrival(r, s - 1, f_end_[Key(s - 1, mb)], c_.stages[s - 1].f, s, true, &c.ready, &c.lower);
       out.push_back(c);
     }
-    return out;
   }
 
-  bool MemoryAllows(int r, const Candidate& c) const {
+  // Whether memory allows candidate c on rank r under the rules
+  // `reserve_all` and `keep_i_room` (GreedyFlags).
+  bool MemoryAllowsWith(int r, const Candidate& c, bool reserve_all, bool keep_i_room) const {
     const StageMemory& sm = c_.memory[c.stage];
     const double limit = limits_[r];
     if (c.kind == kF) {
       int64_t after = mem_[r] + sm.activation;
       if (first_on_rank_[c.stage]) {  // a new microbatch: keep room for its later forwards too
-        const int64_t i_room = flags_.keep_i_room && open_[r] > 0 ? i_room_[r] : 0;
-        return static_cast<double>(after + later_act_[c.stage] + (flags_.reserve_all ? reserve_[r] : 0) + i_room) <=
-               limit;
+        const int64_t i_room = keep_i_room && open_[r] > 0 ? i_room_[r] : 0;
+        return static_cast<double>(after + later_act_[c.stage] + (reserve_all ? reserve_[r] : 0) + i_room) <= limit;
       }
       // A later stage: its room is in the reserve (reserve_all) or must be free now.
-      return static_cast<double>(after + (flags_.reserve_all ? reserve_[r] - sm.activation : 0)) <= limit;
+      return static_cast<double>(after + (reserve_all ? reserve_[r] - sm.activation : 0)) <= limit;
     }
     // An I turns the activation into the smaller or larger wstash; with W's
     // pending we free memory first, otherwise it may use the reserve.
     int64_t after = mem_[r] - sm.activation + sm.wstash;
     if (pending_w_[r].empty()) return static_cast<double>(after) <= limit;
-    return static_cast<double>(after + (flags_.reserve_all ? reserve_[r] : 0)) <= limit;
+    return static_cast<double>(after + (reserve_all ? reserve_[r] : 0)) <= limit;
+  }
+
+  // MemoryAllowsWith under the run's flags, noting in echo_ whether either
+  // memory flag changed would have answered differently.
+  bool MemoryAllows(int r, const Candidate& c) {
+    const bool allows = MemoryAllowsWith(r, c, flags_.reserve_all, flags_.keep_i_room);
+    if (echo_.reserve_all && MemoryAllowsWith(r, c, !flags_.reserve_all, flags_.keep_i_room) != allows)
+      echo_.reserve_all = false;
+    if (echo_.keep_i_room && MemoryAllowsWith(r, c, flags_.reserve_all, !flags_.keep_i_room) != allows)
+      echo_.keep_i_room = false;
+    return allows;
+  }
+
+  // The 1F1B-like cap (GreedyFlags::cap_slack) holds back a ready F of
+  // `stage`; notes in echo_ which other cap values (-1, 0, 1) would differ.
+  bool Capped(int stage) {
+    auto capped = [&](int slack) { return slack >= 0 && in_flight_[stage] >= std::max(1, S_ - stage - slack); };
+    const bool held = capped(flags_.cap_slack);
+    for (int slack = -1; slack <= 1; ++slack)
+      if (capped(slack) != held) echo_.cap_slack[slack + 1] = false;
+    return held;
   }
 
   // Places rank r's next pass (true) or moves its clock to when it may (false).
   bool Decide(int r) {
     const double t = dec_[r];
-    const std::vector<Candidate> cands = Candidates(r);
+    std::vector<Candidate>& cands = cands_;
+    Candidates(r, cands);
     const Candidate* pick_i = nullptr;
     const Candidate* pick_f = nullptr;
     bool memory_blocked = false;
@@ -254,9 +304,7 @@ class Greedy {
     double next_known_i = kInf; // earliest known arrival of a not-yet-ready I
     for (const Candidate& c : cands) {
       if (c.ready <= t) {
-        if (c.kind == kF && flags_.cap_slack >= 0 &&
-            in_flight_[c.stage] >= std::max(1, S_ - c.stage - flags_.cap_slack))
-          continue;  // waits for an I, like 1F1B; an idle gap may take a W
+        if (c.kind == kF && Capped(c.stage)) continue;  // waits for an I, like 1F1B; an idle gap may take a W
         if (!MemoryAllows(r, c)) {
           memory_blocked = true;
           continue;
@@ -268,8 +316,13 @@ class Greedy {
         if (c.kind == kI) next_known_i = std::min(next_known_i, c.ready);
       }
     }
-    if (pick_f && !flags_.f_overrun && next_known_i < t + c_.stages[pick_f->stage].f) pick_f = nullptr;
+    // (FlagEcho: f_overrun decides only if an F is ready and would overrun a
+    // known I; f_before_i only if both an F and an I are picked.)
+    const bool overruns = pick_f && next_known_i < t + c_.stages[pick_f->stage].f;
+    if (overruns) echo_.f_overrun = false;
+    if (overruns && !flags_.f_overrun) pick_f = nullptr;
     const Candidate* pick = pick_i;
+    if (pick_f && pick_i) echo_.f_before_i = false;
     if (pick_f && (!pick_i || flags_.f_before_i)) pick = pick_f;
     if (pick) {
       Schedule(r, pick->kind, pick->stage, pick->mb, std::max(free_[r], pick->ready));
@@ -279,7 +332,9 @@ class Greedy {
     if (!wq.empty()) {
       int s = wq.front().first;
       bool fits = t + c_.stages[s].w <= next_event;
-      if (memory_blocked || flags_.greedy_w || fits || next_event == kInf) {
+      const bool must = memory_blocked || fits || next_event == kInf;
+      if (!must) echo_.greedy_w = false;  // the W is placed only because of greedy_w
+      if (must || flags_.greedy_w) {
         int mb = wq.front().second;
         wq.pop_front();
         Schedule(r, kW, s, mb, std::max(free_[r], t));
@@ -347,6 +402,8 @@ class Greedy {
   std::vector<int64_t> mem_, reserve_;       // [rank] -> bytes in use, bytes kept for later forwards
   std::vector<double> free_, dec_;           // [rank] -> end of last pass, decision clock
   std::vector<int> left_;                    // [rank] -> passes still to place
+  std::vector<Candidate> cands_;             // Decide's buffer: the deciding rank's next F's and I's
+  FlagEcho echo_;                            // single-flag changes that have not mattered so far
 };
 
 std::string Bytes(double b) { return std::to_string(static_cast<int64_t>(b)); }
@@ -369,9 +426,23 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
   }
   std::optional<Program> best;
   double best_steady = kInf, best_makespan = kInf;
-  // Simulates a candidate and keeps it if it fits and beats the best so far
+  // What consider() learnt of a candidate: whether it finished within the
+  // limits, and its score (seconds).
+  struct Outcome {
+    bool fits = false;
+    double steady = kInf, makespan = kInf;
+  };
+  // Whether a candidate with outcome o replaces the best so far: smaller
+  // steady step, or the same within 1e-9 relative and a smaller makespan
   // (ties keep the earlier one).
-  auto consider = [&](StatusOr<Program> prog) -> Status {
+  auto beats_best = [&](const Outcome& o) {
+    const double tol = 1e-9 * std::max(1.0, o.steady);
+    return o.fits &&
+           (o.steady < best_steady - tol || (o.steady <= best_steady + tol && o.makespan < best_makespan - tol));
+  };
+  // Simulates a candidate and keeps it if it fits and beats the best so far.
+  auto consider = [&](StatusOr<Program> prog, Outcome* outcome) -> Status {
+    *outcome = Outcome{};
     if (!prog.ok()) return Status::Ok();  // stuck under the limit: not a candidate
     auto sim = Simulate(*prog, req.costs);
     if (!sim.ok()) return Status::Internal(name + " greedy produced an invalid order: " + sim.status().message());
@@ -379,14 +450,38 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
       const RankResult& rr = sim->per_rank[r];
       if (static_cast<double>(rr.peak_memory_bytes - rr.start_memory_bytes) > memory_limits[r]) return Status::Ok();
     }
-    const double tol = 1e-9 * std::max(1.0, sim->steady_step_s);
-    if (sim->steady_step_s < best_steady - tol ||
-        (sim->steady_step_s <= best_steady + tol && sim->makespan_s < best_makespan - tol)) {
+    *outcome = Outcome{true, sim->steady_step_s, sim->makespan_s};
+    if (beats_best(*outcome)) {
       best = std::move(*prog);
       best_steady = sim->steady_step_s;
       best_makespan = sim->makespan_s;
     }
     return Status::Ok();
+  };
+  // The list scheduler's runs so far: flags, FlagEcho and outcome.
+  struct Ran {
+    GreedyFlags flags;
+    FlagEcho echo;
+    Outcome outcome;
+  };
+  std::vector<Ran> ran;
+  // A run whose flags differ from `flags` in exactly one flag that never
+  // mattered to it (FlagEcho): the run of `flags` would repeat it exactly.
+  auto same_run = [&](const GreedyFlags& f) -> const Ran* {
+    for (const Ran& a : ran) {
+      const GreedyFlags& g = a.flags;
+      const int differ = (g.f_overrun != f.f_overrun) + (g.f_before_i != f.f_before_i) + (g.greedy_w != f.greedy_w) +
+                         (g.reserve_all != f.reserve_all) + (g.keep_i_room != f.keep_i_room) +
+                         (g.cap_slack != f.cap_slack);
+      if (differ != 1) continue;
+      const FlagEcho& e = a.echo;
+      if ((g.f_overrun != f.f_overrun && e.f_overrun) || (g.f_before_i != f.f_before_i && e.f_before_i) ||
+          (g.greedy_w != f.greedy_w && e.greedy_w) || (g.reserve_all != f.reserve_all && e.reserve_all) ||
+          (g.keep_i_room != f.keep_i_room && e.keep_i_room) ||
+          (g.cap_slack != f.cap_slack && f.cap_slack >= -1 && f.cap_slack <= 1 && e.cap_slack[f.cap_slack + 1]))
+        return &a;
+    }
+    return nullptr;
   };
   const int reserve_modes = virtual_stages > 1 ? 2 : 1;
   auto greedy_grid = [&](bool keep_i_room) -> Status {
@@ -399,7 +494,16 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
         flags.greedy_w = !(bits & 4);
         flags.reserve_all = mode % reserve_modes == 1;
         flags.keep_i_room = keep_i_room;
-        PW_RETURN_IF_ERROR(consider(Greedy(req, virtual_stages, placement, memory_limits, flags).Run()));
+        // A repeat of an earlier run changes nothing unless its outcome
+        // would now beat the best (possible only through the tolerance of
+        // beats_best); then it runs like any other.
+        const Ran* same = same_run(flags);
+        if (same && !beats_best(same->outcome)) continue;
+        Greedy greedy(req, virtual_stages, placement, memory_limits, flags);
+        StatusOr<Program> prog = greedy.Run();
+        Ran run{flags, greedy.echo(), {}};
+        PW_RETURN_IF_ERROR(consider(std::move(prog), &run.outcome));
+        ran.push_back(run);
       }
     }
     return Status::Ok();
@@ -412,7 +516,8 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
       flags.i_first = bits & 2;
       flags.skip_f = bits & 4;
       flags.greedy_w = !(bits & 8);
-      PW_RETURN_IF_ERROR(consider(ZeroBubbleRounds(req, memory_limits, flags)));
+      Outcome outcome;
+      PW_RETURN_IF_ERROR(consider(ZeroBubbleRounds(req, memory_limits, flags), &outcome));
     }
   }
   // Every flag set stuck: the grid again, keeping room for an I's stash.
