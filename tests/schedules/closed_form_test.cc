@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "tests/testing/schedule_util.h"
 
@@ -86,6 +87,34 @@ TEST(ClosedForm, InterleavedZeroBubbleMeetsTheLowerBoundAtP2) {
     auto il = RunPipeline("interleaved-1f1b", 4, m, 2, CostsPerRankUnit(8, 2));
     ASSERT_TRUE(zb.ok() && il.ok());
     EXPECT_LT(zb->sim.bubble_ratio, 0.5 * il->sim.bubble_ratio) << "m=" << m;
+  }
+}
+
+// The V families with one microbatch, hand-derived: V placement puts stages
+// 0 and 2P-1 on rank 0, so the microbatch's forwards cross all 2P stages
+// (2P units), its input-gradient halves come back through all of them (2P
+// units), and only then can rank 0 run stage 0's W (1 unit): makespan 4P + 1
+// with unit costs (F = I = W = 1, no messages), and no order does better.
+// ZB-V, V-Min and V-auto run every other W inside that chain's idle time and
+// meet it. V-Half does not: its building block runs the last rank's W of
+// stage P right after that stage's I, before the I of stage P - 1 on the same
+// rank, so that W sits on the chain: 4P + 2 (one unit above the bound; its
+// memory would allow the W later, as V-auto shows at the same peak).
+TEST(ClosedForm, VFamiliesWithOneMicrobatch) {
+  for (const char* name : {"zb-v", "v-half", "v-min", "v-auto"}) {
+    const bool v_half = std::string(name) == "v-half";
+    for (int P = 2; P <= 6; ++P) {
+      auto pl = RunPipeline(name, P, 1, 2);
+      ASSERT_TRUE(pl.ok()) << name << " P=" << P << ": " << pl.status().ToString();
+      EXPECT_DOUBLE_EQ(pl->sim.makespan_s, 4.0 * P + (v_half ? 2 : 1)) << name << " P=" << P;
+      if (v_half) {
+        auto v_auto = RunPipeline("v-auto", P, 1, 2);
+        ASSERT_TRUE(v_auto.ok());
+        for (int r = 0; r < P; ++r)
+          EXPECT_LE(v_auto->sim.per_rank[r].peak_memory_bytes, pl->sim.per_rank[r].peak_memory_bytes)
+              << "P=" << P << " rank " << r;
+      }
+    }
   }
 }
 
