@@ -12,8 +12,8 @@
 //              makespan (barrier -> last action done) and the all-reduce's
 //              exposed time (StepReport::reduce_wait_s: the longest a rank
 //              blocked on the reduction after its last action)
-//   all-reduce alone  median seconds of one blocking all-reduce of each
-//              stage's gradient over its data-parallel group, measured
+//   all-reduce alone  median seconds of the all-reduce of each stage's
+//              gradient (in the executor's buckets) over its data-parallel group, measured
 //              before training with every group reducing at once; and the
 //              ring model 2(D-1)/D x bytes / bandwidth + 2(D-1) x latency
 //              with the link numbers of the bench's test device
@@ -51,6 +51,7 @@
 #include "executor/mpi_communicator.h"
 #include "executor/plan_builder.h"
 #include "plan/plan.h"
+#include "planner/data_parallel.h"
 #include "schedules/simulate.h"
 
 namespace pw::exec {
@@ -69,17 +70,27 @@ struct Config {
   bool no_progress = false;  // EngineOptions::dp_progress = false
 };
 
-// Seconds of one blocking all-reduce of `count` float32 elements over
-// `group` (median of `reps`, after a barrier so that every group reduces at
-// once, as in a step).
+// Seconds of one all-reduce of `count` float32 elements over `group`, cut
+// into the executor's buckets (planner/data_parallel.h
+// kDataParallelBucketBytes: every bucket posted, then all waited, as
+// executor/data_parallel.cc does), median of `reps`, after a barrier so that
+// every group reduces at once, as in a step. (One call of the whole count
+// took up to 2x longer than the same bytes in buckets with Open MPI's
+// shared-memory all-reduce here, which made the replay over-predict.)
 StatusOr<double> TimeAllReduce(Communicator& world, Communicator& group, int64_t count, int reps) {
   std::vector<float> buf(static_cast<size_t>(count), 1.0f);
+  const int64_t bucket = std::max<int64_t>(1, kDataParallelBucketBytes / static_cast<int64_t>(sizeof(float)));
   std::vector<double> times;
   for (int k = 0; k < reps + 2; ++k) {
     PW_RETURN_IF_ERROR(world.Barrier());
     const auto t0 = std::chrono::steady_clock::now();
-    PW_ASSIGN_OR_RETURN(RequestId id, group.IallReduceSum(buf.data(), count, ElementType::kFloat32));
-    PW_RETURN_IF_ERROR(group.Wait(id));
+    std::vector<RequestId> ids;
+    for (int64_t first = 0; first < count; first += bucket) {
+      PW_ASSIGN_OR_RETURN(RequestId id, group.IallReduceSum(buf.data() + first, std::min(bucket, count - first),
+                                                            ElementType::kFloat32));
+      ids.push_back(id);
+    }
+    for (RequestId id : ids) PW_RETURN_IF_ERROR(group.Wait(id));
     if (k >= 2) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return Median(times);
@@ -256,6 +267,7 @@ int Main(int argc, char** argv) {
   app.add_option("--pp", cfg.pp, "pipeline ranks")->capture_default_str();
   app.add_option("--num-microbatches", cfg.m, "microbatches per replica")->capture_default_str();
   app.add_option("--micro-batch-size", cfg.b, "rows per microbatch")->capture_default_str();
+  app.add_option("--seq-length", cfg.seq, "tokens per row")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--n-layer", cfg.n_layer, "GPT blocks")->capture_default_str();
   app.add_option("--n-embd", cfg.n_embd, "GPT width")->capture_default_str();
   app.add_option("--schedules", cfg.schedules, "comma-separated schedules")->capture_default_str();

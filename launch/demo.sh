@@ -49,7 +49,7 @@ echo "text: $(wc -c < "$work/fortunes.txt") bytes of fortunes in $work/fortunes.
 # (a sample of its lines; all characters kept).
 if [[ ! -f $work/spm.model ]]; then
   spm_train --input="$work/fortunes.txt" --model_prefix="$work/spm" --vocab_size="$vocab" --model_type=unigram \
-    --character_coverage=1.0 --input_sentence_size=300000 --shuffle_input_sentence=true --num_threads="$(nproc)" \
+    --character_coverage=1.0 --input_sentence_size=300000 --shuffle_input_sentence=true --num_threads="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" \
     > "$work/spm_train.log" 2>&1 || { tail -5 "$work/spm_train.log" >&2; exit 1; }
 fi
 echo "tokenizer: $work/spm.model ($vocab pieces, spm_train)"
@@ -64,7 +64,7 @@ JSON
 # 8 microbatches of 2 sequences x 64 tokens = 1024 tokens (~3 KB of text) per step. The planner
 # splits the 10 layers (embedding, 8 blocks, head) over P ranks and picks
 # schedule x v x recompute by simulated step time for one CPU core per rank.
-cores=$(nproc)
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 pp=${PW_DEMO_PP:-$(( cores < 4 ? cores : 4 ))}
 (( pp >= 1 )) || pp=1
 "$pipewright" plan --model-config "$work/model.json" --device cpu-core --pp "$pp" --num-microbatches 8 \

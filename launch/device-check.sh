@@ -19,7 +19,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-/tmp/pw-device-build}
 work=$(mktemp -d /tmp/pw-device-check-XXXXXX)
-jobs=$(nproc)
+jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 failures=0
 say() { printf '\n== %s\n' "$*"; }
 bad() { echo "FAIL: $*"; failures=$((failures + 1)); }

@@ -53,7 +53,7 @@ if [[ -n $hostfile ]]; then
     exit 2
   fi
   args+=(--hostfile "$hostfile" --map-by slot)
-elif (( np > $(nproc) )); then
+elif (( np > $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) )); then
   args+=(--oversubscribe -x OMPI_MCA_mpi_yield_when_idle=1)
 fi
 if [[ -n $iface ]]; then

@@ -42,5 +42,5 @@ fi
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
 [[ $planner_only == 1 ]] && cmake_args+=(-DPW_PLANNER_ONLY=ON)
 cmake -S "$repo" -B "$build_dir" "${cmake_args[@]}" >/dev/null
-cmake --build "$build_dir" -j "$(nproc)"
+cmake --build "$build_dir" -j "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 echo "setup: built into $build_dir"

@@ -11,7 +11,8 @@ export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$build_dir"
 # Unit tests in parallel; MPI tests one at a time (each already uses every core).
-ctest --output-on-failure -j "$(nproc)" -LE mpi
+# (nproc counts OMP_NUM_THREADS, exported above, as the cores: not here.)
+ctest --output-on-failure -j "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" -LE mpi
 if ctest -N -L mpi | grep -q "Total Tests: [1-9]"; then
   ctest --output-on-failure -L mpi
 fi

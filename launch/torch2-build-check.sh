@@ -17,7 +17,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${1:-/tmp/pw-torch2}
 build=${2:-/tmp/pw-torch2-build}
 spec=${PW_TORCH_SPEC:-torch}
-jobs=${PW_JOBS:-$(nproc)}
+jobs=${PW_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}
 mkdir -p "$cache/wheels" "$cache/tree"
 if ! ls "$cache"/wheels/torch-*.whl > /dev/null 2>&1; then
   echo "== pip download $spec and its dependencies (the NVIDIA runtime wheels) into $cache/wheels"
