@@ -19,7 +19,7 @@ fi
 # Then the sanitizer job (launch/sanitize.sh): the torch-free tests under
 # ASan + UBSan (clang-14), every fuzz target over its seed corpus and 30 s of
 # mutations, and the executor's unit tests under gcc ASan. PW_SANITIZE=0
-# skips it (its two cold builds take ~15 min on 2 cores; rebuilds are fast).
+# skips it (its two cold builds take ~9 min on 2 cores; rebuilds are fast).
 if [[ ${PW_SANITIZE:-1} != 0 ]]; then
   "$repo/launch/sanitize.sh" "${build_dir}-sanitize"
 fi
