@@ -15,14 +15,6 @@
 
 namespace pw {
 
-namespace {
-
-constexpr int kPeriod = kSlotPeriod;
-constexpr const char* kKinds = kSlotKinds;
-int KindOf(char c) { return SlotKind(c); }
-
-}  // namespace
-
 // ---- V-auto: building-block pipeline on character grids -------------------
 
 namespace {
@@ -74,7 +66,7 @@ bool Squeeze(Grid* g, int m) {
       for (int n = 0; n < P; ++n) {
         const int r = dir == 0 ? n : P - 1 - n;
         const char c = (*g)[r][j];
-        const int k = KindOf(c);
+        const int k = SlotKind(c);
         if (k < 0) continue;
         const bool down = c == 'F' || c == 'B' || c == 'W';
         if (down != (dir == 0)) continue;
@@ -252,7 +244,7 @@ void FillBubbles(Grid* g, int m) {
   std::vector<std::array<int, 6>> last(P, {-1, -1, -1, -1, -1, -1});
   for (int r = 0; r < P; ++r)
     for (int j = 0; j < width; ++j)
-      if (KindOf((*g)[r][j]) >= 0) last[r][KindOf((*g)[r][j])] = j;
+      if (SlotKind((*g)[r][j]) >= 0) last[r][SlotKind((*g)[r][j])] = j;
   // The last slot that holds each kind now (moves only go left). An
   // available kind with no pass after the idle slot any more can never be
   // found, so the scan stops once every kind that still has one was met
@@ -262,7 +254,7 @@ void FillBubbles(Grid* g, int m) {
   std::vector<std::array<int, 6>> count(P, {0, 0, 0, 0, 0, 0});
   SlotIndex idx(P, m);
   auto place = [&](int r, int j, char c) {
-    const int k = KindOf(c);
+    const int k = SlotKind(c);
     idx(count[r][k]++, r, k) = j;
     if (c == 'F' || c == 'f') ++mem[r];
     if (c == 'W' || c == 'w') --mem[r];
@@ -287,7 +279,7 @@ void FillBubbles(Grid* g, int m) {
         if (c == 'W' || c == 'w') --delta;
         const int prev_peak = delta_peak;
         delta_peak = std::max(delta_peak, delta);
-        const int k = KindOf(c);
+        const int k = SlotKind(c);
         if (k < 0 || !avail[k]) continue;
         avail[k] = false;
         --n_avail;
@@ -317,7 +309,7 @@ void FillBubbles(Grid* g, int m) {
         row[s] = ' ';
         if (now_last[r][k] == s)  // the kind's last pass moved: its new last is in [j, s)
           for (int x = s - 1; x >= j; --x)
-            if (KindOf(row[x]) == k) {
+            if (SlotKind(row[x]) == k) {
               now_last[r][k] = x;
               break;
             }
@@ -350,7 +342,7 @@ void DropPadding(Grid* g, int m) {
   for (auto& row : *g) {
     int count[6] = {0, 0, 0, 0, 0, 0};
     for (char& c : row) {
-      const int k = KindOf(c);
+      const int k = SlotKind(c);
       if (k >= 0 && count[k]++ >= m) c = ' ';
     }
   }
@@ -363,7 +355,7 @@ bool ValidVGrid(const Grid& g, int m) {
   for (int r = 0; r < P; ++r) {
     int count[6] = {0, 0, 0, 0, 0, 0};
     for (size_t j = 0; j < g[r].size(); ++j) {
-      const int k = KindOf(g[r][j]);
+      const int k = SlotKind(g[r][j]);
       if (k < 0) continue;
       if (count[k] >= m) return false;
       idx(count[k]++, r, k) = static_cast<int>(j);
@@ -373,7 +365,7 @@ bool ValidVGrid(const Grid& g, int m) {
   }
   for (int r = 0; r < P; ++r)
     for (int mb = 0; mb < m; ++mb) {
-      auto at = [&](int rr, char c) { return idx(mb, rr, KindOf(c)); };
+      auto at = [&](int rr, char c) { return idx(mb, rr, SlotKind(c)); };
       if (at(r, 'B') >= at(r, 'W') || at(r, 'b') >= at(r, 'w')) return false;
       if (r == 0 && at(r, 'f') >= at(r, 'B')) return false;
       if (r == P - 1 && (at(r, 'F') >= at(r, 'f') || at(r, 'B') >= at(r, 'b'))) return false;
@@ -389,32 +381,32 @@ bool ValidVGrid(const Grid& g, int m) {
 // down; W, w with their I) is microbatch 0.
 Grid RepeatBlock(int P, int n, const std::vector<std::array<int, 6>>& block) {
   const int reps = 4 * P + n + 1;
-  Grid g(P, std::string(static_cast<size_t>(reps) * kPeriod, ' '));
+  Grid g(P, std::string(static_cast<size_t>(reps) * kSlotPeriod, ' '));
   for (int r = 0; r < P; ++r)
     for (int k = 0; k < 6; ++k)
       if (block[r][k] >= 0)
-        for (int i = 0; i < reps; ++i) g[r][static_cast<size_t>(i) * kPeriod + block[r][k]] = kKinds[k];
+        for (int i = 0; i < reps; ++i) g[r][static_cast<size_t>(i) * kSlotPeriod + block[r][k]] = kSlotKinds[k];
   auto clear = [&](int r, int pos, int step) {
     while (pos >= 0 && pos < static_cast<int>(g[r].size())) {
       g[r][pos] = ' ';
-      pos += step * kPeriod;
+      pos += step * kSlotPeriod;
     }
   };
-  int index = kPeriod;
+  int index = kSlotPeriod;
   for (char id : std::string("FfBb")) {
     for (int n_r = 0; n_r < P; ++n_r) {
       const int r = (id == 'F' || id == 'B') ? n_r : P - 1 - n_r;
-      for (int j = 0; j < kPeriod; ++j) {
+      for (int j = 0; j < kSlotPeriod; ++j) {
         if (g[r][index] == id) {
-          clear(r, index - kPeriod, -1);
-          clear(r, index + kPeriod * n, 1);
+          clear(r, index - kSlotPeriod, -1);
+          clear(r, index + kSlotPeriod * n, 1);
           ++index;
           if (id == 'B' || id == 'b') {
             const char wid = id == 'B' ? 'W' : 'w';
-            for (int k = 0; k < kPeriod; ++k)
+            for (int k = 0; k < kSlotPeriod; ++k)
               if (g[r][index + k] == wid) {
-                clear(r, index + k - kPeriod, -1);
-                clear(r, index + k + kPeriod * n, 1);
+                clear(r, index + k - kSlotPeriod, -1);
+                clear(r, index + k + kSlotPeriod * n, 1);
                 break;
               }
           }
@@ -466,12 +458,12 @@ bool BlockSchedule(int P, int m, const std::vector<std::array<int, 6>>& block, i
 void ForEachVBlock(int P, const std::function<bool(const std::vector<std::array<int, 6>>&)>& visit) {
   // W (w) takes the first free slot at or after B (b), cyclically.
   auto fill_w = [](std::array<int, 6>& pat) {
-    bool used[kPeriod] = {};
+    bool used[kSlotPeriod] = {};
     for (int k = 0; k < 4; ++k)
       if (pat[k] >= 0) used[pat[k]] = true;
     for (int k = 2; k < 4; ++k)
-      for (int j = 0; j < kPeriod; ++j) {
-        const int pos = (pat[k] + j) % kPeriod;
+      for (int j = 0; j < kSlotPeriod; ++j) {
+        const int pos = (pat[k] + j) % kSlotPeriod;
         if (!used[pos]) {
           pat[k + 2] = pos;
           used[pos] = true;
@@ -480,9 +472,9 @@ void ForEachVBlock(int P, const std::function<bool(const std::vector<std::array<
       }
   };
   std::vector<std::array<int, 6>> starts;
-  for (int a = 1; a < kPeriod; ++a)
-    for (int b = 1; b < kPeriod; ++b)
-      for (int c = 1; c < kPeriod; ++c) {
+  for (int a = 1; a < kSlotPeriod; ++a)
+    for (int b = 1; b < kSlotPeriod; ++b)
+      for (int c = 1; c < kSlotPeriod; ++c) {
         if (a == b || a == c || b == c) continue;
         std::array<int, 6> pat = {0, a, b, c, -1, -1};
         fill_w(pat);
@@ -498,9 +490,9 @@ void ForEachVBlock(int P, const std::function<bool(const std::vector<std::array<
             const int d = i < len0 ? d0 : d1;
             const int shift[4] = {d, -1, d, -1};
             std::array<int, 6> next = {-1, -1, -1, -1, -1, -1};
-            bool used[kPeriod] = {};
+            bool used[kSlotPeriod] = {};
             for (int k = 0; k < 4 && ok; ++k) {
-              const int pos = (block[i][k] + shift[k] + kPeriod) % kPeriod;
+              const int pos = (block[i][k] + shift[k] + kSlotPeriod) % kSlotPeriod;
               if (used[pos]) ok = false;
               used[pos] = true;
               next[k] = pos;

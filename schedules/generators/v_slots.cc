@@ -19,10 +19,6 @@ namespace pw {
 
 namespace {
 
-constexpr int kPeriod = kSlotPeriod;
-constexpr const char* kKinds = kSlotKinds;
-int KindOf(char c) { return SlotKind(c); }
-
 // ---- fixed blocks (V-Half, V-Min): lists of slot times per kind -------------
 
 // times[kind][k]: slot of microbatch k's pass of that kind on one rank.
@@ -352,7 +348,7 @@ Program ProgramFromSlots(const ScheduleRequest& req, const SlotGrid& grid) {
     const int chunk_stage[2] = {r, 2 * P - 1 - r};
     int count[6] = {0, 0, 0, 0, 0, 0};
     for (char c : grid[r]) {
-      const int k = KindOf(c);
+      const int k = SlotKind(c);
       if (k < 0) continue;
       // F f | B b | W w: chunk 0 for F, b, w; chunk 1 for f, B, W.
       const int chunk = (k == 0 || k == 3 || k == 5) ? 0 : 1;
@@ -367,7 +363,7 @@ SlotGrid FixedBlockSlots(int P, int m, const std::vector<std::array<int, 4>>& of
   std::vector<KindTimes> t(P, KindTimes(4));
   for (int r = 0; r < P; ++r)
     for (int k = 0; k < 4; ++k)
-      for (int mb = 0; mb < m; ++mb) t[r][k].push_back(offsets[r][k] + kPeriod * mb);
+      for (int mb = 0; mb < m; ++mb) t[r][k].push_back(offsets[r][k] + kSlotPeriod * mb);
   t = ReorderRound(t, true);
   for (auto& rt : t) rt.resize(4);
   t = ReorderRound(t, false);
@@ -377,7 +373,7 @@ SlotGrid FixedBlockSlots(int P, int m, const std::vector<std::array<int, 4>>& of
     const KindTimes full = PlaceW(t[r], true);
     grid[r].assign(static_cast<size_t>(LastTime(full)) + 1, ' ');
     for (int k = 0; k < 6; ++k)
-      for (int s : full[k]) grid[r][s] = kKinds[k];
+      for (int s : full[k]) grid[r][s] = kSlotKinds[k];
   }
   return grid;
 }

@@ -31,15 +31,9 @@ inline constexpr const char* kSlotKinds = "FfBbWw";  // a pass kind's letter; in
 // anything else (idle ' ', padding). Inline: the grid walks call it for
 // every slot.
 inline int SlotKind(char c) {
-  switch (c) {
-    case 'F': return 0;
-    case 'f': return 1;
-    case 'B': return 2;
-    case 'b': return 3;
-    case 'W': return 4;
-    case 'w': return 5;
-    default: return -1;
-  }
+  for (int k = 0; k < kSlotPeriod; ++k)
+    if (kSlotKinds[k] == c) return k;
+  return -1;
 }
 
 // Turns a grid into a compute-only program for req (V placement, v = 2):
