@@ -1,0 +1,60 @@
+// Plan files of earlier versions: a version-1 file reads as the version-2
+// plan the current writer makes; an unknown version is refused, naming it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "models/spec/device.h"
+#include "models/spec/model_config.h"
+#include "plan/plan.h"
+#include "planner/planner.h"
+
+namespace pw {
+namespace {
+
+// A version-1 file (HF config under "model", layer names, untyped training,
+// no dp_size), as the previous writers wrote it, reads as the same plan.
+TEST(PlanVersions, Version1FilesAreReadAndConverted) {
+  PlannerModel m;
+  m.config = *LoadModelConfig("gpt2");
+  m.device = *LoadDeviceSpec("A100-40GB");
+  PlannerOptions o;
+  o.pp_size = 2;
+  o.global_batch_size = 8;
+  o.micro_batch_size = 2;
+  o.schedules = {"1f1b"};
+  o.find_min_pp = false;
+  auto r = SearchPlans(m, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto plan = BuildPlan(*r, m, o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  nlohmann::json v1 = nlohmann::json::parse(PlanToJson(*plan));
+  v1["version"] = 1;
+  v1.erase("dp_size");
+  v1["model"] = m.config->raw;
+  nlohmann::json names = nlohmann::json::array();
+  for (const PlanLayer& l : plan->layers) names.push_back(l.name);
+  v1["layers"] = names;
+  v1["training"] = {{"micro_batch_size", 2}, {"seq_length", plan->training->seq_length}, {"global_batch_size", 8},
+                    {"microbatch_sizes", {2, 2, 2, 2}}, {"recompute", RecomputeName(plan->training->recompute)},
+                    {"dtype", "bf16"}, {"optimizer", "adamw"}, {"global_barrier", false}, {"clip_grad_norm", 0.0}};
+  auto back = ParsePlan(v1.dump(), "v1.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  back->model->name = plan->model->name;  // v1 named the model by its _name_or_path or family
+  EXPECT_EQ(PlanToJson(*back), PlanToJson(*plan)) << "version 1 converts to the same version-2 plan";
+  // pw_make_plan's version-1 plans: no dtype, dtype_bytes 8, no vocab_size.
+  v1["training"].erase("dtype");
+  v1["training"]["dtype_bytes"] = 8;
+  back = ParsePlan(v1.dump(), "v1.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->training->precision, Precision::kFp64);
+  v1["version"] = 7;
+  back = ParsePlan(v1.dump(), "v7.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("v7.json: version: this pipewright reads versions 1 and 2, the file is version 7"),
+            std::string::npos)
+      << back.status().message();
+}
+
+}  // namespace
+}  // namespace pw
