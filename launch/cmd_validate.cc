@@ -92,7 +92,8 @@ Status ValidateCsvFile(const ValidateOptions& o, const std::string& text) {
   const SimResult& sim = run->sim;
   std::printf("%s: %s CSV, unit costs (F = I = W = 1 s, B = 2 s)\n", o.file.c_str(),
               comms ? "compute_comms" : "compute_only");
-  std::fputs(FormatSummary("custom", lowered, sim).c_str(), stdout);
+  // Unit costs hold one byte per stage activation: say so, as show does.
+  std::fputs(FormatSummary("custom", lowered, sim, unit.memory[0].activation, "stage activations").c_str(), stdout);
   if (!rv.ok()) {
     if (o.strict) return rv.WithContext(o.file);
     std::printf("warning: %s\n(the schedule runs only on executors that post receives early)\n", rv.message().c_str());
