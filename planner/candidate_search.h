@@ -110,6 +110,16 @@ class CandidateSearch {
   //    of them at once, so the m microbatches take >= m chain_k / K_k.
   // Both hold for any schedule the simulator accepts (rule 7's memory).
   double LowerBound(const Layout& lay, const Boundaries& b, const std::vector<int64_t>& transient, int m) const;
+  // Little's law before any order is generated, for every split at once:
+  // true when some split of the layers into S stages lets each stage k
+  // ([i, j)) hold the microbatches a step of `step` seconds needs in flight,
+  //   floor((limit - static[i, j)) / activation[i, j)) >= m chain / step,
+  //   chain = (F + I)[j, L) + I[i, j)
+  // (LowerBound's second term, ignoring the other stages of the rank and
+  // the workspace, so it only admits more). The condition is monotone in i
+  // (a shorter stage holds less and waits less), so a DP over stages finds
+  // such a split in O(S L + L log L).
+  bool SomeSplitAdmits(const LayerCostTable& table, int S, int m, double step) const;
   // Rejects `c` as kBound when prune_by_bound and `bound` exceeds the step
   // to beat; returns true if rejected.
   bool PrunedByBound(Candidate& c, double bound, const char* what);

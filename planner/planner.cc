@@ -586,6 +586,23 @@ StatusOr<DeviceSplitSearch> SearchDeviceSplits(const PlannerModel& model, const 
     return out.splits[a.index].lower_bound_s < out.splits[b.index].lower_bound_s;
   });
   double best = std::numeric_limits<double>::infinity();
+  if (options.prune_by_bound) {
+    // A first incumbent, cheaply: each split with the two fixed-order
+    // families 1F1B and interleaved 1F1B (v = 2), the smallest micro-batch
+    // size. Its best step only lowers the cutoff: every candidate whose
+    // step is below it is still simulated below (its bound is below its
+    // step), so the choice is the full search's.
+    for (const Pending& p : pending) {
+      PlannerOptions probe = p.options;
+      probe.schedules = {"1f1b", "interleaved-1f1b"};
+      probe.virtual_stages.reset();
+      probe.max_virtual_stages = 2;
+      if (!probe.micro_batch_size && !probe.num_microbatches) probe.micro_batch_size = 1;
+      probe.step_cutoff_s = best;
+      auto r = EvaluateCandidates(model, probe);
+      if (r.ok() && r->chosen >= 0) best = std::min(best, r->candidates[r->chosen].step_s);
+    }
+  }
   bool all_invalid = true;  // every split refused by its flags (batch, layers)
   for (const DeviceSplit& sp : out.splits)
     if (sp.reason.rfind("static bytes", 0) == 0) all_invalid = false;

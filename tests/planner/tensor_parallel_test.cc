@@ -292,3 +292,36 @@ TEST(TensorParallelPlanner, BranchAndBoundMatchesExhaustiveSearch) {
 
 }  // namespace
 }  // namespace pw
+
+namespace pw {
+namespace {
+
+// A chosen plan idling more than half the step is never printed silently.
+TEST(TensorParallelPlanner, BubbleAboveHalfSaysWhyAndWhatWouldChangeIt) {
+  SearchResult r;
+  r.pp_size = 64;
+  r.dp_size = 2;
+  Candidate chosen;
+  chosen.schedule = "zb-auto";
+  chosen.feasible = true;
+  chosen.bubble_ratio = 0.955;
+  chosen.batch.num_microbatches = 768;
+  Candidate rejected;
+  rejected.schedule = "1f1b";
+  rejected.reject = RejectKind::kMemory;
+  rejected.reason = "memory: rank 0 peak 91.00 GiB > --memory-limit 74.42 GiB";
+  rejected.max_peak_bytes = int64_t{91} << 30;
+  r.candidates = {chosen, rejected};
+  r.chosen = 0;
+  const std::string w = BubbleWarning(r);
+  std::printf("%s", w.c_str());
+  EXPECT_NE(w.find("bubble ratio is 0.955 (> 0.5)"), std::string::npos) << w;
+  EXPECT_NE(w.find("why: memory. 1 candidates were rejected for memory"), std::string::npos) << w;
+  EXPECT_NE(w.find("--tensor-model-parallel-size"), std::string::npos) << w;
+  EXPECT_NE(FormatPlanSummary(r).find(w), std::string::npos) << "the summary carries the warning";
+  r.candidates[0].bubble_ratio = 0.5;
+  EXPECT_EQ(BubbleWarning(r), "") << "0.5 itself is not above the threshold";
+}
+
+}  // namespace
+}  // namespace pw
