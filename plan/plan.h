@@ -1,4 +1,4 @@
-// The plan file (docs/PLAN_FORMAT.md, version 2): the contract between
+// The plan file (docs/PLAN_FORMAT.md, version 3): the contract between
 // planner, visualiser, validator and executor. One typed Plan, read and
 // written only by this module (plan_json.cc). Output is deterministic: the
 // same Plan gives byte-identical text (fixed key order, shortest round-trip
@@ -130,7 +130,7 @@ Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCo
 // The layer list of `model` as plan entries (models/spec BuildLayerList).
 std::vector<PlanLayer> PlanLayers(const ModelConfig& model);
 
-// Parses plan JSON text, version 2 or 1 (a version-1 file's HF config
+// Parses plan JSON text, version 3, 2 (tp_size 1) or 1 (a version-1 file's HF config
 // "model", name-only "layers" and untyped "training" are converted). `source`
 // names the file in errors. Errors (InvalidArgument) name the field, e.g.
 // "plan.json: ranks[1].actions[4]: bad action '5X0' ...", "plan.json:
