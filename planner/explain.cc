@@ -239,9 +239,11 @@ std::string FormatPlanSummary(const SearchResult& r, int next_best) {
              FormatBytes(best.max_peak_bytes).c_str(), headroom.c_str());
   out += Row("  layers per stage: %s\n", FormatStageSizes(best.boundaries).c_str());
   if (r.dp_size > 1)
-    out += Row("  data parallel: P=%d x D=%d = %d devices, global batch %lld sequences; gradient %s %.6f s per "
+    out += Row("  data parallel: %s = %d devices, global batch %lld sequences; gradient %s %.6f s per "
                "step on the busiest rank, %.6f s of it exposed (not hidden behind compute)\n",
-               r.pp_size, r.dp_size, r.pp_size * r.dp_size, static_cast<long long>(best.batch.global_batch_size),
+               r.tp_size > 1 ? LayoutName(r.tp_size, r.pp_size, r.dp_size).c_str()
+                             : Row("P=%d x D=%d", r.pp_size, r.dp_size).c_str(),
+               r.tp_size * r.pp_size * r.dp_size, static_cast<long long>(best.batch.global_batch_size),
                r.distributed_optimizer ? "reduce-scatter + all-gather (ZeRO-1)" : "all-reduce", best.reduce_s,
                best.reduce_exposed_s);
   if (r.tp_size > 1)
