@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "executor/agree.h"
+#include "base/file_io.h"
 #include "executor/communicator_factory.h"
 #include "executor/launch_env.h"
 #include "executor/mpi_communicator.h"
