@@ -343,7 +343,10 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "HF config.json, a shipped model name (e.g. llama-2-7b), or a layer-cost/profile JSON");
   cmd->add_option("--profile", opts->profile,
                   "measured profile (`pipewright profile`): its fitted costs replace the analytic model");
-  cmd->add_option("--device", opts->device, "shipped device (A100-40GB, A100-80GB, H100-80GB, H200-141GB) or a JSON");
+  cmd->add_option("--device", opts->device,
+                  "the device each rank computes on, by its spec (memory, FLOP/s, links): a shipped name (A100-40GB, "
+                  "A100-80GB, H100-80GB, H200-141GB, cpu-core) or a JSON file; `run --device` then says its kind, "
+                  "cpu or cuda");
   AddPipelineSizeFlag(cmd, &opts->pp);
   cmd->add_option("--dp,--data-parallel-size", opts->dp,
                   "data-parallel replicas D of the pipeline (world size P x D; the batch flags count all replicas)")

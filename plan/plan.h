@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/costs.h"
-#include "base/file_io.h"  // WriteFileAtomic, until the executor includes it itself
 #include "base/status.h"
 #include "models/spec/device.h"
 #include "models/spec/footprint.h"

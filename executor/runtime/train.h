@@ -27,7 +27,10 @@ struct RunOptions {
   int warmup_steps = 5;         // --warmup-steps: linear warm-up to --lr, then cosine decay to --lr/10
   double beta2 = 0.95;          // --adam-beta2 (GPT practice; 0.999 is PyTorch's default)
   double weight_decay = 0.0;    // --weight-decay
-  bool double_precision = false;  // --dtype float64
+  // --dtype: "" = the plan's training.dtype (what run trains); "fp32" or
+  // "fp64" (launch/flags.h) must be the plan's, whose message and memory
+  // sizes follow it.
+  std::string dtype;
   int log_every = 1;            // --log-every: rank 0 prints every k-th step (and the last)
   std::string save_dir;         // --save: write the final checkpoint here (checkpoint.h; "" = no)
   int sample_tokens = 0;        // --sample N: after training, rank 0 prints N sampled bytes
