@@ -47,7 +47,7 @@ enum class Precision {
   // activations (the plain LibTorch executor).
   kFp32,
   // fp64 params, grads, AdamW m and v: 32 bytes per parameter; fp64
-  // activations (the executor's equivalence checks, `run --dtype float64`).
+  // activations (the executor's equivalence checks, `run` of an fp64 plan).
   kFp64,
 };
 // "bf16", "fp32" or "fp64".
