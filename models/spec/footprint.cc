@@ -79,22 +79,23 @@ int64_t BlockParams(const ModelConfig& m) {
   if (m.attention_bias) p += (q + 2 * kv) + h;          // QKV bias, projection bias
   else if (m.qkv_bias) p += q + 2 * kv;                 // QKV bias only (qwen2)
   if (m.mlp_bias) p += m.gated_mlp ? 2 * f + h : f + h;  // gate+up, down | fc1, fc2
-  return p;
+  return p + BlockTerms(m).params;                       // the family's own (model_family.h)
 }
 
 }  // namespace
 
 std::vector<LayerSpec> BuildLayerList(const ModelConfig& m) {
   std::vector<LayerSpec> layers;
-  layers.reserve(m.num_layers + 2);
+  const std::vector<std::string> names = LayerNames(m);
+  layers.reserve(names.size());
   const int64_t table = m.vocab * m.hidden;
-  LayerSpec emb{"embedding", LayerKind::kEmbedding, table + (m.learned_positions ? m.max_positions * m.hidden : 0), 0};
+  LayerSpec emb{names.front(), LayerKind::kEmbedding, table + (m.learned_positions ? m.max_positions * m.hidden : 0), 0};
   emb.held_params = emb.params;
   layers.push_back(emb);
   const int64_t block = BlockParams(m);
   for (int i = 0; i < m.num_layers; ++i)
-    layers.push_back(LayerSpec{"block." + std::to_string(i), LayerKind::kBlock, block, block});
-  LayerSpec head{"head", LayerKind::kHead, NormParams(m) + (m.tied ? 0 : table), NormParams(m) + table};
+    layers.push_back(LayerSpec{names[i + 1], LayerKind::kBlock, block, block});
+  LayerSpec head{names.back(), LayerKind::kHead, NormParams(m) + (m.tied ? 0 : table), NormParams(m) + table};
   layers.push_back(head);
   return layers;
 }
@@ -138,7 +139,8 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
                      + sbh * e                  // QKV GEMM input
                      + sb * (q + 2 * kv) * e    // Q, K, V
                      + sb * q * e               // output projection input
-                     + (m.dropout ? sbh : 0);   // attention-output dropout mask
+                     + (m.dropout ? sbh : 0)    // attention-output dropout mask
+                     + sb * BlockTerms(m).kept_per_token * e;  // the family's own (model_family.h)
       kept += m.gated_mlp ? sbh * e + 4 * sb * f * e             // input, gate, SiLU, up, down input
                           : sbh * e + 2 * sb * f * e + (m.dropout ? sbh : 0);  // fc1 in, act in, fc2 in, mask
       const int64_t scores = a * s * sb * e + (m.dropout ? a * s * sb + a * s * sb * e : 0);
