@@ -30,7 +30,7 @@
 //              (sim + skew)/meas tests that decomposition: the median over
 //              the timed steps of (simulated exposed + that step's skew) /
 //              that step's measured exposed time
-// The plans come from the planner (executor/plan_builder.h, fixed test CPU
+// The plans come from the planner (tests/testing/test_plans.h, fixed test CPU
 // device) so that only the replayed durations carry this machine's speed.
 #include <unistd.h>
 
@@ -46,11 +46,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "executor/data.h"
-#include "executor/engine.h"
-#include "executor/mpi_communicator.h"
-#include "executor/plan_builder.h"
+#include "executor/data/data.h"
+#include "executor/runtime/engine.h"
+#include "executor/comm/mpi_communicator.h"
+#include "tests/testing/test_plans.h"
 #include "plan/plan.h"
+#include "plan/replica_batch.h"
 #include "planner/data_parallel.h"
 #include "schedules/simulate.h"
 
@@ -73,7 +74,7 @@ struct Config {
 // Seconds of one all-reduce of `count` float32 elements over `group`, cut
 // into the executor's buckets (planner/data_parallel.h
 // kDataParallelBucketBytes: every bucket posted, then all waited, as
-// executor/data_parallel.cc does), median of `reps`, after a barrier so that
+// executor/runtime/data_parallel.cc does), median of `reps`, after a barrier so that
 // every group reduces at once, as in a step. (One call of the whole count
 // took up to 2x longer than the same bytes in buckets with Open MPI's
 // shared-memory all-reduce here, which made the replay over-predict.)
@@ -108,7 +109,7 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   spec.model = {{"n_layer", cfg.n_layer}, {"n_embd", cfg.n_embd}, {"n_head", 8}, {"n_positions", cfg.seq},
                 {"vocab_size", 256}};
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(spec));
-  PW_ASSIGN_OR_RETURN(TrainingShape shape, ReadTrainingShape(plan));
+  PW_ASSIGN_OR_RETURN(ReplicaBatch shape, ReadReplicaBatch(plan));
   PW_ASSIGN_OR_RETURN(TextDataset data, TextDataset::Open(cfg.data, shape.seq_length, 1));
   EngineOptions eo;
   eo.intra_op_threads = 1;
@@ -142,12 +143,12 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   std::vector<double> last_post;
   const int rank = engine->rank();
   for (int step = 0; step < cfg.warmup + cfg.steps; ++step) {
-    TokenBatch global = data.Batch(step, shape.batch_rows * cfg.dp);
+    TokenBatch global = data.Batch(step, shape.rows * cfg.dp);
     TokenBatch mine;
-    mine.rows = shape.batch_rows;
+    mine.rows = shape.rows;
     mine.seq = global.seq;
-    const size_t first = static_cast<size_t>(engine->dp_rank()) * shape.batch_rows * global.seq;
-    const size_t n = static_cast<size_t>(shape.batch_rows) * global.seq;
+    const size_t first = static_cast<size_t>(engine->dp_rank()) * shape.rows * global.seq;
+    const size_t n = static_cast<size_t>(shape.rows) * global.seq;
     mine.inputs.assign(global.inputs.begin() + first, global.inputs.begin() + first + n);
     mine.targets.assign(global.targets.begin() + first, global.targets.begin() + first + n);
     PW_ASSIGN_OR_RETURN(StepReport r, engine->Step(mine, true, &hooks));

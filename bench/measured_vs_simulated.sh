@@ -14,7 +14,7 @@
 #   PW_BENCH_SCHEDULES (default "gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v zb-auto"),
 #   PW_BENCH_PROFILE_SOLO=1 (rank 0 profiles the layers alone: `profile --solo`),
 #   PW_HOST_MEMORY=release (ranks hand freed memory back to the kernel, glibc's
-#   default; executor/host_memory.h). The last two reproduce the Reading's ablations.
+#   default; executor/runtime/host_memory.h). The last two reproduce the Reading's ablations.
 set -euo pipefail
 
 build=${1:-build}
@@ -53,7 +53,7 @@ fi > "$out/text.txt"
   echo
   echo "Machine: $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "Setup: P=2 ranks under mpirun, each bound to its own core, 1 LibTorch intra-op thread, OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1; model $(cat "$out/model.json")"
-  echo "Layers profiled on $([[ ${PW_BENCH_PROFILE_SOLO:-0} == 1 ]] && echo 'rank 0 alone (--solo)' || echo 'both ranks at once'); freed host memory $([[ ${PW_HOST_MEMORY:-} == release ]] && echo 'handed back to the kernel (PW_HOST_MEMORY=release)' || echo 'kept by each rank (executor/host_memory.h)')."
+  echo "Layers profiled on $([[ ${PW_BENCH_PROFILE_SOLO:-0} == 1 ]] && echo 'rank 0 alone (--solo)' || echo 'both ranks at once'); freed host memory $([[ ${PW_HOST_MEMORY:-} == release ]] && echo 'handed back to the kernel (PW_HOST_MEMORY=release)' || echo 'kept by each rank (executor/runtime/host_memory.h)')."
   echo "Plans: pipewright plan --profile, m=8 microbatches of b=$b sequences x 128 tokens, objective makespan, no memory limit."
   echo
   echo '## Profile (mpirun -np 2 pipewright profile)'

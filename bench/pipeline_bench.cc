@@ -42,13 +42,14 @@
 
 #include <CLI/CLI.hpp>
 
-#include "executor/data.h"
-#include "executor/engine.h"
-#include "executor/measured_trace.h"
-#include "executor/mpi_communicator.h"
-#include "executor/plan_builder.h"
-#include "executor/profile.h"
+#include "executor/data/data.h"
+#include "executor/runtime/engine.h"
+#include "executor/runtime/measured_trace.h"
+#include "executor/comm/mpi_communicator.h"
+#include "tests/testing/test_plans.h"
+#include "executor/runtime/cpu_allocator.h"
 #include "plan/plan.h"
+#include "plan/replica_batch.h"
 #include "schedules/simulate.h"
 
 namespace pw::exec {
@@ -85,7 +86,7 @@ class PlanRun {
                                                    Communicator& comm) {
     auto run = std::unique_ptr<PlanRun>(new PlanRun(cfg, comm));
     PW_ASSIGN_OR_RETURN(run->plan_, ReadPlanFile(path));
-    PW_ASSIGN_OR_RETURN(run->shape_, ReadTrainingShape(run->plan_));
+    PW_ASSIGN_OR_RETURN(run->shape_, ReadReplicaBatch(run->plan_));
     PW_ASSIGN_OR_RETURN(TextDataset data, TextDataset::Open(cfg.data, run->shape_.seq_length, 1));
     run->data_ = std::make_unique<TextDataset>(std::move(data));
     EngineOptions eo;
@@ -100,7 +101,7 @@ class PlanRun {
 
   // Runs step `step` (the first cfg.warmup_steps are not recorded).
   Status Step(int step) {
-    TokenBatch batch = data_->Batch(step, shape_.batch_rows);
+    TokenBatch batch = data_->Batch(step, shape_.rows);
     const int64_t start = TrackedCpuBytes();
     ResetTrackedCpuPeak();
     PW_ASSIGN_OR_RETURN(StepReport r, engine_->Step(batch, true, &hooks_));
@@ -197,7 +198,7 @@ class PlanRun {
   const BenchConfig& cfg_;
   Communicator& comm_;
   Plan plan_;
-  TrainingShape shape_;
+  ReplicaBatch shape_;
   std::unique_ptr<TextDataset> data_;
   std::unique_ptr<Engine> engine_;  // after plan_: the engine may refer to it
   Program program_;
@@ -233,7 +234,7 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  InstallPeakTrackingCpuAllocator();  // before any tensor exists
+  InstallTrackingCpuAllocator();  // before any tensor exists
   auto env = MpiEnvironment::Init(&argc, &argv);
   if (!env.ok()) {
     std::fprintf(stderr, "pipeline_bench: %s\n", env.status().ToString().c_str());

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "executor/hf_io.h"
+#include "executor/checkpoint/hf_io.h"
 #include "launch/commands.h"
 
 namespace pw::cli {

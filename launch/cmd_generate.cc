@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "executor/engine.h"
-#include "executor/sampler.h"
+#include "executor/runtime/engine.h"
+#include "executor/runtime/sampler.h"
 #include "launch/commands.h"
 
 namespace pw::cli {

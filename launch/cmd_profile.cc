@@ -13,11 +13,11 @@
 #include <set>
 #include <memory>
 
-#include "executor/agree.h"
-#include "executor/communicator_factory.h"
-#include "executor/launch_env.h"
-#include "executor/mpi_communicator.h"
-#include "executor/profile.h"
+#include "executor/comm/agree.h"
+#include "executor/comm/communicator_factory.h"
+#include "executor/comm/launch_env.h"
+#include "executor/comm/mpi_communicator.h"
+#include "executor/profiling/profile.h"
 #include "launch/commands.h"
 #include "models/spec/model_config.h"
 #include "planner/profile_fit.h"

@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <memory>
 
-#include "executor/communicator_factory.h"
-#include "executor/launch_env.h"
-#include "executor/mpi_communicator.h"
-#include "executor/train.h"
-#include "executor/watchdog.h"
+#include "executor/comm/communicator_factory.h"
+#include "executor/comm/launch_env.h"
+#include "executor/comm/mpi_communicator.h"
+#include "executor/runtime/train.h"
+#include "executor/runtime/watchdog.h"
 #include "launch/commands.h"
 
 namespace pw::cli {
@@ -84,7 +84,7 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
     if (!comm.ok()) {
       result = comm.status();
     } else {
-      options.device_messages = (*comm)->device_messages();
+      options.device_messages = (*comm)->comm().device_buffers();
       result = exec::RunTraining(options, (*comm)->comm(), stdout).status();
       if (result.ok()) result = (*comm)->Finish();
     }

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "executor/data.h"
-#include "executor/tokenizer.h"
+#include "executor/data/data.h"
+#include "executor/data/tokenizer.h"
 #include "launch/commands.h"
 
 namespace pw::cli {

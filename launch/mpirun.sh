@@ -15,7 +15,7 @@
 # (btl_tcp_if_include), its out-of-band wire-up (oob_tcp_if_include) and NCCL
 # (NCCL_SOCKET_IFNAME); without it each picks any interface that routes.
 # Each rank reads its place from Open MPI's environment (OMPI_COMM_WORLD_RANK,
-# OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK; executor/launch_env.h);
+# OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK; executor/comm/launch_env.h);
 # --device cuda uses GPU local_rank % device_count.
 # Refuses (exit 2), before starting anything: -np differing from the plan's
 # pp_size x dp_size, a missing hostfile, or one whose slots (when every line

@@ -5,7 +5,7 @@
 #   launch/srun.sh -n 8 [-N 2] -- build/launch/pipewright run --plan plan.json --data text.txt --device cuda
 #
 # Each task reads SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID
-# (executor/launch_env.h); --device cuda uses GPU SLURM_LOCALID % device_count.
+# (executor/comm/launch_env.h); --device cuda uses GPU SLURM_LOCALID % device_count.
 # Refuses (exit 2) when -n differs from the plan's pp_size.
 # Environment: SRUN (default srun), PW_SRUN_MPI (default pmix; pmi2 on older
 # sites), PW_SRUN_ARGS (extra flags, e.g. --gpus-per-task=1).

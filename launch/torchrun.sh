@@ -6,8 +6,8 @@
 #
 # torchrun --no-python starts the binary once per rank with RANK, WORLD_SIZE,
 # LOCAL_RANK, MASTER_ADDR and MASTER_PORT set; `pipewright run` sees those
-# (executor/launch_env.h), skips MPI and connects the ranks with its TCP
-# communicator (executor/tcp_communicator.h): rendezvous on
+# (executor/comm/launch_env.h), skips MPI and connects the ranks with its TCP
+# communicator (executor/comm/tcp_communicator.h): rendezvous on
 # MASTER_ADDR:MASTER_PORT, then one socket per pair of ranks. CPU messages.
 # Refuses (exit 2) when nnodes * nproc-per-node differs from the plan's pp_size.
 # Without torchrun installed, PW_TORCHRUN_EMULATE=1 starts the processes

@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/spec/layer_costs.h"
+#include "models/spec/profile_samples.h"
 #include "base/costs.h"
 #include "base/status.h"
 
@@ -88,27 +89,10 @@ struct FitPoint {
 // points (rank-deficient design: e.g. one sequence length with tokens_x_seq).
 StatusOr<LinearFit> FitLeastSquares(const std::vector<FitPoint>& points, const std::vector<std::string>& features);
 
-// Measured costs of one layer kind at one shape (times: median seconds).
-struct ProfileSample {
-  std::string kind;  // "embedding", "block" or "head"
-  int64_t micro_batch_size = 0;
-  int64_t seq_length = 0;
-  double f = 0, i = 0, w = 0, b = 0;  // seconds per microbatch; b = the full (unsplit) backward
-  int64_t activation_bytes = 0;       // held from end of F to end of I (PLAN_FORMAT rule 7)
-  int64_t wstash_bytes = 0;           // held from end of I to end of W
-  int64_t output_bytes = 0;           // forward output message
-};
-
 // Fitted models of one layer kind.
 struct KindFit {
   LinearFit f, i, w, b, activation_bytes, wstash_bytes;
   int64_t static_bytes = 0;  // measured: params + grads + AdamW state (shape-independent)
-};
-
-// One measured point-to-point ping-pong size.
-struct CommSample {
-  int64_t bytes = 0;
-  double seconds = 0;  // one-way time: median round trip / 2
 };
 
 struct Profile {

@@ -7,7 +7,7 @@
 // Header only: names and rules, no code, so any target (the executor
 // included) can emit it without linking the views. The one writer is
 // schedules/trace_writer.h (used by viz/chrome_trace.h for simulated
-// timelines and executor/measured_trace.h for measured steps); the reader is
+// timelines and executor/runtime/measured_trace.h for measured steps); the reader is
 // viz/trace_reader.h.
 //
 // File: a JSON object

@@ -3,7 +3,7 @@
 // Torch-free, in the bottom layer, so that both callers use it:
 //  - viz/chrome_trace.h   simulated (or loaded) timelines,
 //                                `pipewright show PLAN --format trace`;
-//  - executor/measured_trace.h   the measured step of `pipewright run --trace`.
+//  - executor/runtime/measured_trace.h   the measured step of `pipewright run --trace`.
 // Every name, category, tid, flow id, unit and rounding rule lives here, so a
 // simulated and a measured trace of the same spans differ only in
 // otherData.kind, otherData.title and what the caller chose to pass (e.g.

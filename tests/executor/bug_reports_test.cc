@@ -15,7 +15,8 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "executor/preflight.h"
+#include "executor/runtime/cpu_allocator.h"
+#include "executor/runtime/preflight.h"
 #include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
 
@@ -81,7 +82,7 @@ TEST(BugReportsTest, UnequalMicrobatchesAreWeightedBySize) {
 // Runs two steps on `world` loopback ranks and measures the CPU bytes the
 // process holds after step 1 and after step 2 (all ranks quiescent).
 TEST(BugReportsTest, SplitBackwardLeavesNothingAliveAndStashMatchesPlan) {
-  InstallCountingCpuAllocator();
+  InstallTrackingCpuAllocator();
   // Every registered split-backward family, and 1F1B (B) as the control.
   std::vector<std::string> schedules;
   for (const std::string& name : ScheduleNames())
@@ -115,7 +116,7 @@ TEST(BugReportsTest, SplitBackwardLeavesNothingAliveAndStashMatchesPlan) {
           }
           if (step == 0) stash[r] = (*engine)->Stash();
           status[r] = comm.Barrier();  // every rank done with the step
-          if (r == 0) bytes_after[step] = CountedCpuBytes();
+          if (r == 0) bytes_after[step] = TrackedCpuBytes();
           if (status[r].ok()) status[r] = comm.Barrier();
         }
         live[r] = (*engine)->LiveGraphsAfterStep();
@@ -177,7 +178,7 @@ class Rendezvous {
 // holding messages grows them by 4096 B per microbatch (rank 0's activation,
 // rank 1's input gradient).
 TEST(BugReportsTest, SentMessagesAreFreedWhenTheirSendCompletes) {
-  InstallCountingCpuAllocator();
+  InstallTrackingCpuAllocator();
   PlanSpec spec = Spec("1f1b", 2, 8);
   auto plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -218,7 +219,7 @@ TEST(BugReportsTest, SentMessagesAreFreedWhenTheirSendCompletes) {
           for (int k = 1; k <= 6; ++k) {
             if (a != (r == 0 ? "0B" : "1SEND_B") + std::to_string(k)) continue;
             meet.Arrive();  // both ranks stopped
-            if (r == 0) cycle_bytes.push_back(CountedCpuBytes());
+            if (r == 0) cycle_bytes.push_back(TrackedCpuBytes());
             meet.Arrive();
           }
         };

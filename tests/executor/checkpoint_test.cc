@@ -10,7 +10,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "executor/checkpoint.h"
+#include "executor/checkpoint/checkpoint.h"
 #include "tests/executor/executor_test_util.h"
 
 namespace pw::exec::testing {

@@ -1,4 +1,4 @@
-#include "executor/communicator_factory.h"
+#include "executor/comm/communicator_factory.h"
 
 #include <gtest/gtest.h>
 

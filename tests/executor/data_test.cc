@@ -1,4 +1,4 @@
-// Training data (executor/data.h, tokenizer.h): token file layouts, the
+// Training data (executor/data/data.h, tokenizer.h): token file layouts, the
 // sequential row layout, the random order, bounds errors, the SentencePiece
 // round trip, and bounded memory on huge inputs. Real files in a temporary
 // directory; a real spm_train model.
@@ -15,8 +15,8 @@
 
 #include <gtest/gtest.h>
 
-#include "executor/data.h"
-#include "executor/tokenizer.h"
+#include "executor/data/data.h"
+#include "executor/data/tokenizer.h"
 
 namespace pw::exec {
 namespace {

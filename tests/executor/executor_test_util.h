@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "executor/engine.h"
-#include "executor/reference.h"
-#include "executor/loopback_communicator.h"
-#include "executor/plan_builder.h"
+#include "executor/runtime/engine.h"
+#include "executor/runtime/reference.h"
+#include "executor/comm/loopback_communicator.h"
+#include "tests/testing/test_plans.h"
 
 namespace pw::exec::testing {
 

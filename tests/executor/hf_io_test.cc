@@ -9,7 +9,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "executor/hf_io.h"
+#include "executor/checkpoint/hf_io.h"
 #include "models/spec/safetensors.h"
 #include "tests/executor/executor_test_util.h"
 

@@ -1,9 +1,9 @@
-// KeepFreedHostMemory (executor/host_memory.h): after one step-like round of
+// KeepFreedHostMemory (executor/runtime/host_memory.h): after one step-like round of
 // large blocks, the next round reuses the same pages instead of faulting in
 // fresh ones. Under glibc's default policy every round faults all its pages
 // again (blocks above the mmap threshold are unmapped on free, and a heap top
 // above the trim threshold is given back); PW_HOST_MEMORY=release shows it.
-#include "executor/host_memory.h"
+#include "executor/runtime/host_memory.h"
 #include "tests/sanitized.h"
 
 #include <gtest/gtest.h>

@@ -10,10 +10,10 @@
 #include <thread>
 #include <tuple>
 
-#include "executor/data.h"
+#include "executor/data/data.h"
 #include "models/torch/gpt_config.h"
-#include "executor/interpreter.h"
-#include "executor/loopback_communicator.h"
+#include "executor/runtime/interpreter.h"
+#include "executor/comm/loopback_communicator.h"
 #include "schedules/lower.h"
 #include "schedules/registry.h"
 #include "schedules/validate.h"

@@ -1,4 +1,4 @@
-#include "executor/launch_env.h"
+#include "executor/comm/launch_env.h"
 
 #include <gtest/gtest.h>
 

@@ -14,13 +14,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "executor/checkpoint.h"
-#include "executor/measured_trace.h"
-#include "executor/plan_builder.h"
-#include "executor/preflight.h"
+#include "executor/checkpoint/checkpoint.h"
+#include "executor/runtime/measured_trace.h"
+#include "tests/testing/test_plans.h"
+#include "executor/runtime/preflight.h"
 #include "tests/testing/schedule_util.h"
-#include "executor/tcp_communicator.h"
-#include "executor/watchdog.h"
+#include "executor/comm/tcp_communicator.h"
+#include "executor/runtime/watchdog.h"
 #include "schedules/trace_format.h"
 
 namespace pw::exec {

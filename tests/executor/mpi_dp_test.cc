@@ -18,9 +18,10 @@
 #include <filesystem>
 #include <memory>
 
-#include "executor/agree.h"
-#include "executor/checkpoint.h"
-#include "executor/mpi_communicator.h"
+#include "executor/comm/agree.h"
+#include "executor/checkpoint/checkpoint.h"
+#include "plan/replica_batch.h"
+#include "executor/comm/mpi_communicator.h"
 #include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
 
@@ -84,9 +85,9 @@ void RunCase(const std::string& schedule, Grid g, Variant variant, int m) {
   const std::string name = label;
   StatusOr<Plan> plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok()) << name << ": cannot build the plan: " << plan.status().ToString();
-  StatusOr<TrainingShape> shape = ReadTrainingShape(*plan);
+  StatusOr<ReplicaBatch> shape = ReadReplicaBatch(*plan);
   ASSERT_TRUE(shape.ok()) << shape.status().ToString();
-  const int R = shape->batch_rows;
+  const int R = shape->rows;
   std::vector<TokenBatch> global;
   for (int i = 0; i < 3; ++i) global.push_back(RandomBatch(g.dp * R, 8, 300 + i));
 

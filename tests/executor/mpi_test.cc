@@ -13,8 +13,9 @@
 #include <memory>
 #include <thread>
 
-#include "executor/mpi_communicator.h"
-#include "executor/preflight.h"
+#include "executor/comm/mpi_communicator.h"
+#include "executor/runtime/preflight.h"
+#include "plan/replica_batch.h"
 #include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
 
@@ -82,9 +83,9 @@ TEST_P(MpiEquivalenceTest, MatchesSingleProcess) {
     const std::string name = spec.schedule + " P=" + std::to_string(P) + " m=" + std::to_string(m);
     auto plan = BuildPlan(spec);
     ASSERT_TRUE(plan.ok()) << name << ": cannot build the plan: " << plan.status().ToString();
-    auto shape = ReadTrainingShape(*plan);
+    auto shape = ReadReplicaBatch(*plan);
     ASSERT_TRUE(shape.ok()) << shape.status().ToString();
-    const int rows = shape->batch_rows;
+    const int rows = shape->rows;
     std::vector<TokenBatch> batches;
     for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(rows, 8, 200 + i));
     Result res = RunOne(*plan, *plan->model, batches);

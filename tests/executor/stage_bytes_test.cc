@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <thread>
 
-#include "executor/engine.h"
-#include "executor/loopback_communicator.h"
-#include "executor/plan_builder.h"
-#include "executor/profile.h"
+#include "executor/runtime/engine.h"
+#include "executor/comm/loopback_communicator.h"
+#include "tests/testing/test_plans.h"
+#include "executor/runtime/cpu_allocator.h"
 #include "models/spec/footprint.h"
 #include "models/spec/model_config.h"
 #include "tests/executor/executor_test_util.h"
@@ -107,7 +107,7 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
     ASSERT_TRUE(raw.ok()) << raw.status().ToString();
     cases.push_back({std::string("shipped ") + shipped + " (2 blocks)", Buildable(*raw, 2), 2});
   }
-  InstallCountingCpuAllocator();
+  InstallTrackingCpuAllocator();
   for (const ConfigCase& c : cases) {
     for (int bytes : {4, 8}) {
       PlanSpec spec;
@@ -152,7 +152,7 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
 // rank, GPipe, one microbatch (F then B): the live CPU bytes just before the
 // backward less those before the forward, against the plan's activation.
 TEST(StageBytes, PlannedActivationBytesMatchTheCountingAllocator) {
-  InstallCountingCpuAllocator();
+  InstallTrackingCpuAllocator();
   const std::vector<std::pair<std::string, nlohmann::json>> models = {
       {"gpt2 demo", nlohmann::json::parse(
            R"({"model_type": "gpt2", "n_layer": 4, "n_embd": 128, "n_head": 4, "n_positions": 64, "vocab_size": 256,

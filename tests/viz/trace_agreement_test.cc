@@ -1,6 +1,6 @@
 // The simulated trace (`pipewright show PLAN --format trace`,
 // viz/chrome_trace.h) and the measured one (`pipewright run --trace`,
-// executor/measured_trace.h) go through one writer: fed the same spans, they
+// executor/runtime/measured_trace.h) go through one writer: fed the same spans, they
 // write the same events and headers, and the reader gets the same timeline
 // back from both. Differences allowed by design: otherData.kind and title, and
 // the memory counter/unit (the executor does not sample memory).
@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "executor/loopback_communicator.h"
-#include "executor/measured_trace.h"
+#include "executor/comm/loopback_communicator.h"
+#include "executor/runtime/measured_trace.h"
 #include "schedules/trace_format.h"
 #include "tests/viz/viz_util.h"
 #include "viz/chrome_trace.h"

@@ -1,0 +1,91 @@
+#include "executor/comm/communicator_factory.h"
+
+#include "executor/comm/launch_env.h"
+#include "executor/comm/mpi_communicator.h"
+#ifdef PW_HAVE_NCCL
+#include "executor/comm/nccl_communicator.h"
+#endif
+
+namespace pw::exec {
+
+namespace {
+
+// Whether pw_exec_comm_nccl was linked into this build (it defines
+// PW_HAVE_NCCL for its users).
+#ifdef PW_HAVE_NCCL
+constexpr bool kNcclCompiledIn = true;
+#else
+constexpr bool kNcclCompiledIn = false;
+#endif
+
+StatusOr<std::unique_ptr<Communicator>> MakeMpi(double watchdog_s) {
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> mpi, MpiCommunicator::Create());
+  mpi->SetWatchdog(watchdog_s);
+  return std::unique_ptr<Communicator>(std::move(mpi));
+}
+
+StatusOr<std::unique_ptr<CommunicatorHandle>> MakeNccl(const CommunicatorSpec& spec) {
+#ifdef PW_HAVE_NCCL
+  if (!CudaDeviceAvailable()) return Status::InvalidArgument(spec.flag + " nccl: no CUDA device visible");
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> bootstrap, MakeMpi(spec.watchdog_s));
+  // One GPU per rank (NCCL refuses two ranks on one GPU). Compute runs on
+  // LibTorch's default stream (nullptr = the legacy default stream).
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> nccl,
+                      NcclCommunicator::Create(*bootstrap, DeviceForRank(spec.local_rank, CudaDeviceCount()),
+                                               nullptr));
+  NcclCommunicator* raw = nccl.get();
+  return std::make_unique<CommunicatorHandle>(std::move(bootstrap), std::move(nccl),
+                                              [raw] { return raw->Synchronize(); });
+#else
+  return CheckCommunicatorKind("nccl", spec.flag);  // the not-compiled-in error
+#endif
+}
+
+}  // namespace
+
+CommunicatorHandle::CommunicatorHandle(std::unique_ptr<Communicator> bootstrap, std::unique_ptr<Communicator> comm,
+                                       std::function<Status()> finish)
+    : bootstrap_(std::move(bootstrap)),
+      comm_(std::move(comm)),
+      finish_(std::move(finish)) {}
+
+CommunicatorHandle::~CommunicatorHandle() {
+  comm_.reset();  // before the communicator it is built on
+  bootstrap_.reset();
+}
+
+Status CommunicatorHandle::Finish() { return finish_ ? finish_() : Status::Ok(); }
+
+std::vector<std::string> CommunicatorKinds() { return {"mpi", "nccl", "tcp"}; }
+
+bool CommunicatorAvailable(const std::string& kind) {
+  if (kind == "mpi" || kind == "tcp") return true;
+  if (kind == "nccl") return kNcclCompiledIn;
+  return false;
+}
+
+Status CheckCommunicatorKind(const std::string& kind, const std::string& flag) {
+  if (CommunicatorAvailable(kind)) return Status::Ok();
+  if (kind == "nccl")
+    return Status::InvalidArgument(flag + " nccl: this pipewright was built without NCCL "
+                                          "(CUDA toolkit or NCCL not found at configure time)");
+  std::string known;
+  for (const std::string& k : CommunicatorKinds()) known += (known.empty() ? "" : ", ") + k;
+  return Status::InvalidArgument(flag + " " + kind + ": unknown communicator (known: " + known + ")");
+}
+
+StatusOr<std::unique_ptr<CommunicatorHandle>> MakeCommunicator(const CommunicatorSpec& spec) {
+  PW_RETURN_IF_ERROR(CheckCommunicatorKind(spec.kind, spec.flag));
+  if (spec.kind == "tcp") {
+    TcpOptions tcp = spec.tcp;
+    tcp.watchdog_s = spec.watchdog_s;
+    PW_ASSIGN_OR_RETURN(std::unique_ptr<TcpCommunicator> comm,
+                        TcpCommunicator::Create(spec.rank, spec.world_size, tcp));
+    return std::make_unique<CommunicatorHandle>(nullptr, std::move(comm), nullptr);
+  }
+  if (spec.kind == "nccl") return MakeNccl(spec);
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, MakeMpi(spec.watchdog_s));
+  return std::make_unique<CommunicatorHandle>(nullptr, std::move(comm), nullptr);
+}
+
+}  // namespace pw::exec

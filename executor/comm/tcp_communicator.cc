@@ -1,0 +1,492 @@
+#include "executor/comm/tcp_communicator.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace pw::exec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kCollectiveChannel = 2;  // AllGather / Barrier, always queued as blobs
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+bool WriteAll(int fd, const void* data, int64_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::send(fd, p, static_cast<size_t>(bytes), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= n;
+  }
+  return true;
+}
+
+bool ReadAll(int fd, void* data, int64_t bytes) {
+  char* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::recv(fd, p, static_cast<size_t>(bytes), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= n;
+  }
+  return true;
+}
+
+StatusOr<sockaddr_in> Resolve(const std::string& host, int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr)
+    return Status::CommError("MASTER_ADDR " + host + ": cannot resolve");
+  addr.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
+  ::freeaddrinfo(res);
+  return addr;
+}
+
+// Connects to `addr`, retrying until `timeout_s` (the peer may not listen yet).
+StatusOr<int> ConnectRetry(const sockaddr_in& addr, double timeout_s, const std::string& who) {
+  const auto t0 = Clock::now();
+  while (true) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return Status::CommError(Errno("socket"));
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      return fd;
+    }
+    const std::string err = Errno("connect to " + who);
+    ::close(fd);
+    if (std::chrono::duration<double>(Clock::now() - t0).count() > timeout_s)
+      return Status::CommError(err + " (gave up after " + std::to_string(static_cast<int>(timeout_s)) + " s)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+StatusOr<int> Listen(const sockaddr_in& addr, const std::string& who) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return Status::CommError(Errno("socket"));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 256) != 0) {
+    Status st = Status::CommError(Errno("listen on " + who));
+    ::close(fd);
+    return st;
+  }
+  return fd;
+}
+
+// Accepts one connection, waiting at most `timeout_s` seconds (<= 0: no
+// limit) so that a rank that never starts cannot hang the rendezvous.
+StatusOr<int> AcceptOne(int listener, const std::string& who, double timeout_s) {
+  if (timeout_s > 0) {
+    pollfd p{listener, POLLIN, 0};
+    int ready;
+    do {
+      ready = ::poll(&p, 1, static_cast<int>(timeout_s * 1000));
+    } while (ready < 0 && errno == EINTR);
+    if (ready < 0) return Status::CommError(Errno("poll on " + who));
+    if (ready == 0)
+      return Status::CommError("no peer connected to " + who + " within " + std::to_string(timeout_s) +
+                               " s (connect timeout): a rank did not start or cannot reach this host");
+  }
+  int fd = ::accept(listener, nullptr, nullptr);
+  if (fd < 0) return Status::CommError(Errno("accept on " + who));
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+struct Endpoint {
+  uint32_t ip = 0;    // network order
+  uint16_t port = 0;  // network order
+};
+
+}  // namespace
+
+struct TcpCommunicator::Impl {
+  int rank = 0, size = 1;
+  TcpOptions options;
+  std::vector<int> fds;  // per peer; -1 for self
+
+  struct Request {
+    int peer = 0;
+    bool is_recv = false;
+    void* data = nullptr;
+    int64_t bytes = 0;
+    bool done = false;
+    std::string error;
+  };
+  struct Outgoing {
+    RequestId id;
+    int channel;
+    const void* data;
+    int64_t bytes;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<RequestId, Request> requests;
+  std::map<std::pair<int, int>, std::deque<RequestId>> posted;    // (peer, channel) -> receives, FIFO
+  std::map<std::pair<int, int>, std::deque<std::string>> early;   // (peer, channel) -> arrived first
+  std::vector<std::deque<Outgoing>> outq;                         // per peer
+  std::vector<std::string> peer_error;                            // per peer: connection lost
+  std::vector<std::thread> threads;
+  bool closing = false;
+  RequestId next_id = 1;
+
+  std::string Me() const { return "rank " + std::to_string(rank); }
+
+  void Reader(int peer) {
+    while (true) {
+      int64_t header[2];
+      if (!ReadAll(fds[peer], header, sizeof(header))) break;
+      const int channel = static_cast<int>(header[0]);
+      const int64_t bytes = header[1];
+      void* target = nullptr;
+      RequestId id = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        auto& q = posted[{peer, channel}];
+        if (channel != kCollectiveChannel && !q.empty()) {
+          id = q.front();
+          q.pop_front();
+          Request& r = requests[id];
+          if (r.bytes == bytes) target = r.data;
+        }
+      }
+      if (target != nullptr) {
+        if (!ReadAll(fds[peer], target, bytes)) break;
+        std::lock_guard<std::mutex> lock(mu);
+        requests[id].done = true;
+      } else {
+        std::string buf(static_cast<size_t>(bytes), '\0');
+        if (!ReadAll(fds[peer], buf.data(), bytes)) break;
+        std::lock_guard<std::mutex> lock(mu);
+        auto& q = posted[{peer, channel}];
+        if (id == 0 && channel != kCollectiveChannel && !q.empty()) {
+          // A receive was posted while the payload was being read (the lock
+          // is not held during ReadAll): deliver to it, or the message would
+          // sit in `early` while the receive waits in `posted` forever. FIFO
+          // holds: a receive is only queued in `posted` when `early` is empty.
+          id = q.front();
+          q.pop_front();
+          Request& r = requests[id];
+          r.done = true;
+          if (r.bytes == bytes)
+            std::memcpy(r.data, buf.data(), buf.size());
+          else
+            r.error = Me() + ": receive from rank " + std::to_string(peer) + ": got " + std::to_string(bytes) +
+                      " bytes, expected " + std::to_string(r.bytes);
+        } else if (id != 0) {  // posted with another size: the ranks disagree on the plan
+          requests[id].done = true;
+          requests[id].error = Me() + ": receive from rank " + std::to_string(peer) + ": got " +
+                               std::to_string(bytes) + " bytes, expected " + std::to_string(requests[id].bytes);
+        } else {
+          early[{peer, channel}].push_back(std::move(buf));
+        }
+      }
+      cv.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (!closing) peer_error[peer] = "rank " + std::to_string(peer) + " closed the connection (died or exited)";
+    cv.notify_all();
+  }
+
+  void Writer(int peer) {
+    while (true) {
+      Outgoing out;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return closing || !outq[peer].empty(); });
+        if (outq[peer].empty()) return;
+        out = outq[peer].front();
+        outq[peer].pop_front();
+      }
+      int64_t header[2] = {out.channel, out.bytes};
+      const bool ok = WriteAll(fds[peer], header, sizeof(header)) && WriteAll(fds[peer], out.data, out.bytes);
+      std::lock_guard<std::mutex> lock(mu);
+      Request& r = requests[out.id];
+      r.done = true;
+      if (!ok) r.error = Me() + ": send to rank " + std::to_string(peer) + " failed: connection lost";
+      cv.notify_all();
+    }
+  }
+
+  // Waits (lock held) until `ready()` or the watchdog / a lost peer. A send
+  // waits with `peer_loss_fails` false: its writer always completes it (with
+  // an error if the write failed), and a peer that read the message and
+  // exited must not fail a send whose completion the writer is about to mark.
+  template <typename Ready>
+  Status WaitFor(std::unique_lock<std::mutex>& lock, int peer, const std::string& what, Ready ready,
+                 bool peer_loss_fails = true) {
+    const auto t0 = Clock::now();
+    while (!ready()) {
+      if (peer_loss_fails && !peer_error[peer].empty())
+        return Status::CommError(Me() + ": " + what + ": " + peer_error[peer]);
+      if (options.watchdog_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > options.watchdog_s) {
+        char secs[32];
+        std::snprintf(secs, sizeof(secs), "%g", options.watchdog_s);
+        return Status::CommError(Me() + ": " + what + ": no progress for " + secs +
+                                 " s (watchdog --watchdog-s): the peer died, hangs, or is far behind");
+      }
+      cv.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    return Status::Ok();
+  }
+
+  RequestId Post(int peer, int channel, const void* data, int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    RequestId id = next_id++;
+    Request r;
+    r.peer = peer;
+    r.bytes = bytes;
+    requests[id] = r;
+    outq[peer].push_back(Outgoing{id, channel, data, bytes});
+    cv.notify_all();
+    return id;
+  }
+
+  StatusOr<std::string> RecvBlob(int peer) {
+    std::unique_lock<std::mutex> lock(mu);
+    auto& q = early[{peer, kCollectiveChannel}];
+    PW_RETURN_IF_ERROR(WaitFor(lock, peer, "collective with rank " + std::to_string(peer), [&] { return !q.empty(); }));
+    std::string s = std::move(q.front());
+    q.pop_front();
+    return s;
+  }
+};
+
+TcpCommunicator::TcpCommunicator() : impl_(std::make_unique<Impl>()) {}
+
+TcpCommunicator::~TcpCommunicator() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->closing = true;
+    impl_->cv.notify_all();
+  }
+  for (int fd : impl_->fds)
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+  for (auto& t : impl_->threads) t.join();
+  for (int fd : impl_->fds)
+    if (fd >= 0) ::close(fd);
+}
+
+StatusOr<std::unique_ptr<TcpCommunicator>> TcpCommunicator::Create(int rank, int world_size,
+                                                                    const TcpOptions& options) {
+  if (world_size < 1 || rank < 0 || rank >= world_size)
+    return Status::InvalidArgument("RANK " + std::to_string(rank) + " is outside WORLD_SIZE " +
+                                   std::to_string(world_size));
+  std::unique_ptr<TcpCommunicator> self(new TcpCommunicator());
+  Impl& s = *self->impl_;
+  s.rank = rank;
+  s.size = world_size;
+  s.options = options;
+  s.fds.assign(world_size, -1);
+  s.outq.resize(world_size);
+  s.peer_error.resize(world_size);
+  const std::string master = options.master_addr + ":" + std::to_string(options.master_port);
+  auto fail = [&](const Status& st) { return Status::CommError("rank " + std::to_string(rank) + ": " + st.message()); };
+  StatusOr<sockaddr_in> master_addr = Resolve(options.master_addr, options.master_port);
+  if (!master_addr.ok()) return fail(master_addr.status());
+  std::vector<Endpoint> table(world_size);
+  if (rank == 0) {
+    StatusOr<int> listener = Listen(*master_addr, "MASTER_ADDR:MASTER_PORT " + master);
+    if (!listener.ok()) return fail(listener.status());
+    for (int k = 1; k < world_size; ++k) {
+      StatusOr<int> fd = AcceptOne(*listener, master + " (" + std::to_string(k - 1) + " of " +
+                                                  std::to_string(world_size - 1) + " ranks connected)",
+                                   options.connect_timeout_s);
+      if (!fd.ok()) return fail(fd.status());
+      int32_t peer = -1;
+      Endpoint ep;
+      if (!ReadAll(*fd, &peer, sizeof(peer)) || !ReadAll(*fd, &ep, sizeof(ep)) || peer <= 0 || peer >= world_size ||
+          s.fds[peer] >= 0) {
+        ::close(*fd);
+        return fail(Status::CommError("bad hello on " + master + " (another job on this port, or two ranks " +
+                                      std::to_string(peer) + ")"));
+      }
+      s.fds[peer] = *fd;
+      table[peer] = ep;
+    }
+    ::close(*listener);
+    for (int k = 1; k < world_size; ++k)
+      if (!WriteAll(s.fds[k], table.data(), static_cast<int64_t>(sizeof(Endpoint) * table.size())))
+        return fail(Status::CommError(Errno("sending the address table to rank " + std::to_string(k))));
+  } else {
+    StatusOr<int> fd = ConnectRetry(*master_addr, options.connect_timeout_s, "rank 0 at " + master);
+    if (!fd.ok()) return fail(fd.status());
+    s.fds[0] = *fd;
+    // Listen on the interface that reaches rank 0, any free port.
+    sockaddr_in local{};
+    socklen_t len = sizeof(local);
+    ::getsockname(*fd, reinterpret_cast<sockaddr*>(&local), &len);
+    local.sin_port = 0;
+    StatusOr<int> listener = Listen(local, "a free port");
+    if (!listener.ok()) return fail(listener.status());
+    len = sizeof(local);
+    ::getsockname(*listener, reinterpret_cast<sockaddr*>(&local), &len);
+    int32_t me = rank;
+    Endpoint ep{local.sin_addr.s_addr, local.sin_port};
+    if (!WriteAll(*fd, &me, sizeof(me)) || !WriteAll(*fd, &ep, sizeof(ep)) ||
+        !ReadAll(*fd, table.data(), static_cast<int64_t>(sizeof(Endpoint) * table.size())))
+      return fail(Status::CommError("rendezvous with rank 0 at " + master + " failed: connection lost"));
+    for (int i = 1; i < rank; ++i) {
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = table[i].ip;
+      addr.sin_port = table[i].port;
+      StatusOr<int> c = ConnectRetry(addr, options.connect_timeout_s, "rank " + std::to_string(i));
+      if (!c.ok()) return fail(c.status());
+      if (!WriteAll(*c, &me, sizeof(me))) return fail(Status::CommError(Errno("hello to rank " + std::to_string(i))));
+      s.fds[i] = *c;
+    }
+    for (int k = rank + 1; k < world_size; ++k) {
+      StatusOr<int> c = AcceptOne(*listener, "the peer port", options.connect_timeout_s);
+      if (!c.ok()) return fail(c.status());
+      int32_t peer = -1;
+      if (!ReadAll(*c, &peer, sizeof(peer)) || peer <= rank || peer >= world_size || s.fds[peer] >= 0)
+        return fail(Status::CommError("bad hello from a peer (rank " + std::to_string(peer) + ")"));
+      s.fds[peer] = *c;
+    }
+    ::close(*listener);
+  }
+  for (int p = 0; p < world_size; ++p) {
+    if (p == rank) continue;
+    s.threads.emplace_back([&s, p] { s.Reader(p); });
+    s.threads.emplace_back([&s, p] { s.Writer(p); });
+  }
+  return self;
+}
+
+int TcpCommunicator::rank() const { return impl_->rank; }
+int TcpCommunicator::size() const { return impl_->size; }
+
+StatusOr<RequestId> TcpCommunicator::Isend(int peer, Channel channel, const void* data, int64_t bytes) {
+  if (peer < 0 || peer >= impl_->size || peer == impl_->rank)
+    return Status::CommError(impl_->Me() + ": send to invalid peer " + std::to_string(peer));
+  return impl_->Post(peer, static_cast<int>(channel), data, bytes);
+}
+
+StatusOr<RequestId> TcpCommunicator::Irecv(int peer, Channel channel, void* data, int64_t bytes) {
+  Impl& s = *impl_;
+  if (peer < 0 || peer >= s.size || peer == s.rank)
+    return Status::CommError(s.Me() + ": receive from invalid peer " + std::to_string(peer));
+  std::lock_guard<std::mutex> lock(s.mu);
+  RequestId id = s.next_id++;
+  Impl::Request r;
+  r.peer = peer;
+  r.is_recv = true;
+  r.data = data;
+  r.bytes = bytes;
+  auto& q = s.early[{peer, static_cast<int>(channel)}];
+  if (!q.empty()) {  // arrived before it was posted
+    std::string msg = std::move(q.front());
+    q.pop_front();
+    r.done = true;
+    if (static_cast<int64_t>(msg.size()) != bytes)
+      r.error = s.Me() + ": receive from rank " + std::to_string(peer) + ": got " + std::to_string(msg.size()) +
+                " bytes, expected " + std::to_string(bytes);
+    else
+      std::memcpy(data, msg.data(), msg.size());
+  } else {
+    s.posted[{peer, static_cast<int>(channel)}].push_back(id);
+  }
+  s.requests[id] = r;
+  return id;
+}
+
+Status TcpCommunicator::Wait(RequestId id) {
+  Impl& s = *impl_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  auto it = s.requests.find(id);
+  if (it == s.requests.end()) return Status::Internal(s.Me() + ": wait on unknown request " + std::to_string(id));
+  const int peer = it->second.peer;
+  const std::string what = std::string(it->second.is_recv ? "receive from" : "send to") + " rank " +
+                           std::to_string(peer);
+  const bool is_recv = it->second.is_recv;
+  PW_RETURN_IF_ERROR(s.WaitFor(lock, peer, what, [&] { return s.requests[id].done; }, /*peer_loss_fails=*/is_recv));
+  std::string error = s.requests[id].error;
+  s.requests.erase(id);
+  if (!error.empty()) return Status::CommError(error);
+  return Status::Ok();
+}
+
+StatusOr<bool> TcpCommunicator::Test(RequestId id) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.requests.find(id);
+  if (it == s.requests.end()) return Status::Internal(s.Me() + ": test of unknown request " + std::to_string(id));
+  const int peer = it->second.peer;
+  if (!it->second.done) {
+    // A send is completed by its writer, also when the peer is gone.
+    if (!it->second.is_recv || s.peer_error[peer].empty()) return false;
+    return Status::CommError(s.Me() + ": " + (it->second.is_recv ? "receive from" : "send to") + " rank " +
+                             std::to_string(peer) + ": " + s.peer_error[peer]);
+  }
+  const std::string error = it->second.error;
+  s.requests.erase(it);
+  if (!error.empty()) return Status::CommError(error);
+  return true;
+}
+
+StatusOr<std::vector<std::string>> TcpCommunicator::AllGather(const std::string& mine) {
+  Impl& s = *impl_;
+  std::vector<std::string> all(s.size);
+  all[s.rank] = mine;
+  // Blocks until written, so `blob` outlives the writer's use of it.
+  auto send_blob = [&](int peer, const std::string& blob) -> Status {
+    RequestId id = s.Post(peer, kCollectiveChannel, blob.data(), static_cast<int64_t>(blob.size()));
+    return Wait(id);
+  };
+  if (s.rank == 0) {
+    for (int r = 1; r < s.size; ++r) {
+      PW_ASSIGN_OR_RETURN(all[r], s.RecvBlob(r));
+    }
+    std::string packed;
+    for (const std::string& part : all) {
+      const int64_t n = static_cast<int64_t>(part.size());
+      packed.append(reinterpret_cast<const char*>(&n), sizeof(n));
+      packed.append(part);
+    }
+    for (int r = 1; r < s.size; ++r) PW_RETURN_IF_ERROR(send_blob(r, packed));
+    return all;
+  }
+  PW_RETURN_IF_ERROR(send_blob(0, mine));
+  PW_ASSIGN_OR_RETURN(std::string packed, s.RecvBlob(0));
+  size_t pos = 0;
+  for (int r = 0; r < s.size; ++r) {
+    int64_t n = 0;
+    if (pos + sizeof(n) > packed.size()) return Status::CommError(s.Me() + ": malformed all-gather from rank 0");
+    std::memcpy(&n, packed.data() + pos, sizeof(n));
+    pos += sizeof(n);
+    if (pos + static_cast<size_t>(n) > packed.size())
+      return Status::CommError(s.Me() + ": malformed all-gather from rank 0");
+    all[r] = packed.substr(pos, static_cast<size_t>(n));
+    pos += static_cast<size_t>(n);
+  }
+  return all;
+}
+
+Status TcpCommunicator::Barrier() { return AllGather("").status(); }
+
+}  // namespace pw::exec
