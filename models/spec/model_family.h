@@ -126,8 +126,9 @@ std::string KnownModelTypes();
 // gelu, learned; Llama style: rmsnorm, swiglu, rope), `num_key_value_heads`
 // (must divide the heads; GPT-2: equal to them), `head_dim` (Llama style:
 // even, RoPE turns channel pairs; GPT-2: hidden / heads), `qkv_bias` (only
-// for a family with a model type that has it). The plan reader (plan/) and
-// the executor's check (models/torch/executor_model.h) call it.
+// for a family with a model type that has it). A plan's model section can
+// say anything; the executor's check (models/torch/executor_model.h) calls
+// this before building layers.
 Status CheckFamilyShape(const ModelConfig& model, const std::string& source);
 
 // The block terms of `model`'s family ({0, 0} when it has none).
