@@ -127,7 +127,10 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--adam-beta2", options->beta2, "AdamW beta2, in [0, 1)")->capture_default_str();
   cmd->add_option("--weight-decay", options->weight_decay, "AdamW weight decay (>= 0)")->capture_default_str();
   cmd->add_option("--dtype", *dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
-  cmd->add_option("--log-every", options->log_every, "print every k-th step (>= 1)")->capture_default_str();
+  cmd->add_option("--log-every", options->log_every,
+                  "print every k-th step and the last (0: about " + std::to_string(exec::kProgressLines) +
+                      " lines whatever the run's length)")
+      ->capture_default_str();
   cmd->add_option("--save", options->save_dir, "write the trained model here as a checkpoint (per-layer files + manifest.json; what generate, export and --resume read)");
   cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled tokens (0 = none)");
   cmd->add_option("--prompt", options->sample_prompt, "prompt of --sample");

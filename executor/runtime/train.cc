@@ -110,7 +110,9 @@ Status ValidateRunOptions(const RunOptions& o) {
     return bad("--warmup-steps", std::to_string(o.warmup_steps), "must be >= 0 (0 = no warm-up)");
   if (o.checkpoint_every < 0)
     return bad("--checkpoint-every", std::to_string(o.checkpoint_every), "must be >= 0 (0 = never)");
-  if (o.log_every < 1) return bad("--log-every", std::to_string(o.log_every), "must be >= 1");
+  if (o.log_every < 0)
+    return bad("--log-every", std::to_string(o.log_every),
+               "must be >= 0 (0 = about " + std::to_string(kProgressLines) + " lines per run)");
   if (o.trace_step < -1 || o.trace_step >= o.steps)
     return bad("--trace-step", std::to_string(o.trace_step),
                "must be a 0-based step below --steps " + std::to_string(o.steps));
@@ -323,6 +325,9 @@ Status TrainSteps(RunContext& run) {
       std::fflush(stderr);
       ::raise(options.fault_kind == "hang" ? SIGSTOP : SIGKILL);
     };
+  const int steps_to_run = options.steps - summary.first_step;
+  const int log_every =
+      options.log_every > 0 ? options.log_every : std::max(1, (steps_to_run + kProgressLines - 1) / kProgressLines);
   for (int step = summary.first_step; step < options.steps; ++step) {
     current_step = step;
     run.engine.SetLearningRate(LearningRate(options, step));
@@ -348,7 +353,7 @@ Status TrainSteps(RunContext& run) {
       sum_reduce += r->reduce_wait_s;
       ++counted;
     }
-    if (run.printer && (step % std::max(1, options.log_every) == 0 || step + 1 == options.steps)) {
+    if (run.printer && (step % log_every == 0 || step + 1 == options.steps)) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       const int done_here = step + 1 - summary.first_step;
       const double eta = elapsed / done_here * (options.steps - step - 1);

@@ -15,6 +15,10 @@ namespace pw::exec {
 
 class WaitBoard;
 
+// Progress lines a run prints at most (+ the last step's) unless --log-every
+// is given.
+inline constexpr int kProgressLines = 40;
+
 struct RunOptions {
   std::string plan_path;        // --plan: plan JSON (docs/PLAN_FORMAT.md) with extra model/training fields
   std::string data_path;        // --data: text (bytes, or --tokenizer) or token file (executor/data/data.h, docs/DATA.md)
@@ -28,7 +32,10 @@ struct RunOptions {
   double beta2 = 0.95;          // --adam-beta2 (GPT practice; 0.999 is PyTorch's default)
   double weight_decay = 0.0;    // --weight-decay
   bool double_precision = false;  // --dtype float64
-  int log_every = 1;            // --log-every: rank 0 prints every k-th step (and the last)
+  // --log-every: rank 0 prints every k-th step (and the last); 0 = every
+  // ceil(steps run / kProgressLines) steps, so a run of any length prints
+  // at most kProgressLines + 1 progress lines (every step when it runs fewer).
+  int log_every = 0;
   std::string save_dir;         // --save: write the final checkpoint here (checkpoint.h; "" = no)
   int sample_tokens = 0;        // --sample N: after training, rank 0 prints N sampled bytes
   std::string sample_prompt = "\n";  // --prompt

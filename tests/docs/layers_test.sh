@@ -33,25 +33,30 @@ declare -A forbidden=(
   [executor/comm]='^(torch/|c10/|ATen/)' [executor/data]='^(torch/|c10/|ATen/|mpi\.h)'
 )
 
-# The folder a path belongs to: executor/<room> and models/<part>, else the top folder.
+# Sets `folder` to the folder a path belongs to: executor/<room> and
+# models/<part>, else the top folder ("" for a file at the root).
 folder_of() {
+  local rest
   case $1 in
-    executor/*/*|models/*/*) echo "${1%/*}" | cut -d/ -f1-2 ;;
-    */*) echo "${1%%/*}" ;;
-    *) echo "" ;;
+    executor/*/* | models/*/*) rest=${1#*/}; folder=${1%%/*}/${rest%%/*} ;;
+    */*) folder=${1%%/*} ;;
+    *) folder="" ;;
   esac
 }
 
 bad=0
 checked=0
 while IFS= read -r file; do
-  src=$(folder_of "$file")
+  folder_of "$file"
+  src=$folder
   [[ -v allowed[$src] ]] || continue
   checked=$((checked + 1))
   while IFS=: read -r line text; do
-    inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]([^">]+)[">].*/\1/' <<<"$text")
-    if [[ $text =~ \" ]]; then
-      dst=$(folder_of "$inc")
+    [[ $text =~ include[[:space:]]*[\"\<]([^\">]+) ]] || continue
+    inc=${BASH_REMATCH[1]}
+    if [[ $text =~ include[[:space:]]*\" ]]; then
+      folder_of "$inc"
+      dst=$folder
       [[ -z $dst || $dst == "$src" ]] && continue
       if [[ " ${allowed[$src]} " != *" $dst "* ]]; then
         echo "$file:$line: includes \"$inc\" ($dst); $src may include only: ${allowed[$src]:-nothing of the project}"

@@ -160,4 +160,17 @@ echo "== --checkpoint-dir without --checkpoint-every: one checkpoint after the l
 "${run[@]}" --plan "$work/plan.json" --steps 2 --checkpoint-dir "$work/final" > "$work/final.txt" || fail "final checkpoint run"
 [ -f "$work/final/step_000002/manifest.json" ] || { ls -R "$work/final"; fail "no checkpoint after the last step"; }
 grep -q "^checkpoint $work/final/step_000002 " "$work/final.txt" || fail "the checkpoint was not reported"
+echo "== progress lines: about 40 whatever the run's length, unless --log-every says otherwise"
+"${mpi[@]}" "$pipewright" run --data "$work/text.txt" --seed 7 --plan "$work/plan.json" --steps 120 \
+  > "$work/progress.txt" || fail "120-step run"
+lines=$(grep -c '^step [0-9]*/120 ' "$work/progress.txt")
+(( lines >= 20 && lines <= 41 )) || fail "120 steps printed $lines progress lines, not 20-41"
+grep '^step ' "$work/progress.txt" | tail -1 | grep -q '^step 120/120 ' || fail "the last step has no progress line"
+"${mpi[@]}" "$pipewright" run --data "$work/text.txt" --seed 7 --plan "$work/plan.json" --steps 6 \
+  > "$work/short.txt" || fail "6-step run"
+[[ $(grep -c '^step ' "$work/short.txt") == 6 ]] || fail "a 6-step run should print every step"
+"${mpi[@]}" "$pipewright" run --data "$work/text.txt" --seed 7 --plan "$work/plan.json" --steps 120 \
+  --log-every 50 > "$work/every50.txt" || fail "--log-every 50 run"
+[[ $(grep '^step ' "$work/every50.txt" | cut -d' ' -f2 | tr '\n' ' ') == "1/120 51/120 101/120 120/120 " ]] \
+  || { grep '^step ' "$work/every50.txt"; fail "--log-every 50 should print steps 1, 51, 101 and 120"; }
 echo "OK"

@@ -96,7 +96,7 @@ expect_fail 2 "vocab_size >= 256" "${mpi[@]}" -np 2 "$pipewright" run --plan "$w
 expect_fail 2 "--pp = abc" "$pipewright" schedule --schedule 1f1b --pp abc --num-microbatches 2
 expect_fail 2 "--warmup-steps -1" "${run2[@]}" --warmup-steps -1
 expect_fail 2 "--checkpoint-every -1" "${run2[@]}" --checkpoint-every -1
-expect_fail 2 "--log-every 0" "${run2[@]}" --log-every 0
+expect_fail 2 "--log-every -1" "${run2[@]}" --log-every -1
 expect_fail 2 "--watchdog-s -1" "${run2[@]}" --watchdog-s -1
 # 3. generate: bad --tokens; a plan of another model is refused naming the field.
 expect_fail 2 "--tokens -3" "$pipewright" generate --plan "$work/plan.json" --checkpoint "$work/ckpt" --tokens -3
