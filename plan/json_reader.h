@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -100,6 +101,17 @@ class Reader {
     for (const char* c : choices) {
       if (*out == c) return Status::Ok();
       list += (list.empty() ? "" : ", ") + std::string(c);
+    }
+    return Error(Join(path, key), "must be one of " + list + ", got '" + *out + "'");
+  }
+  // The same with choices known at run time (a registry's names).
+  Status Choice(const json& obj, const std::string& path, const char* key, const std::vector<std::string>& choices,
+                std::string* out) const {
+    PW_RETURN_IF_ERROR(String(obj, path, key, out));
+    std::string list;
+    for (const std::string& c : choices) {
+      if (*out == c) return Status::Ok();
+      list += (list.empty() ? "" : ", ") + c;
     }
     return Error(Join(path, key), "must be one of " + list + ", got '" + *out + "'");
   }

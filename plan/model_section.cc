@@ -5,7 +5,7 @@ namespace pw::plan_json {
 using ojson = nlohmann::ordered_json;
 
 ojson ModelToJson(const ModelConfig& m) {
-  const bool llama = m.family == ModelFamily::kLlama;
+  const bool llama = FamilyInfo(m.family).style == DecoderStyle::kLlama;
   ojson j;
   j["name"] = m.name;
   j["architecture"] = ModelFamilyName(m.family);
@@ -48,8 +48,10 @@ Status ParseModel(const Reader& rd, const json& j, ModelConfig* m) {
   const std::string p = "model";
   std::string arch, norm, mlp, positions;
   PW_RETURN_IF_ERROR(rd.String(j, p, "name", &m->name));
-  PW_RETURN_IF_ERROR(rd.Choice(j, p, "architecture", {"gpt2", "llama"}, &arch));
-  m->family = arch == "gpt2" ? ModelFamily::kGpt2 : ModelFamily::kLlama;
+  std::vector<std::string> families;  // the family registry's names (models/spec/model_family.h)
+  for (const ModelFamilyInfo& f : ModelFamilies()) families.push_back(f.name);
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "architecture", families, &arch));
+  PW_ASSIGN_OR_RETURN(m->family, FindModelFamily(arch));
   PW_RETURN_IF_ERROR(rd.Positive(j, p, "num_layers", &m->num_layers));
   PW_RETURN_IF_ERROR(rd.Positive(j, p, "hidden_size", &m->hidden));
   PW_RETURN_IF_ERROR(rd.Positive(j, p, "num_attention_heads", &m->num_heads));

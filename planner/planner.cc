@@ -157,7 +157,7 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
       o.seq_length > model.config->max_positions)
     return Status::InvalidArgument(
         "--seq-length " + std::to_string(o.seq_length) + " is more than the model's " +
-        (model.config->family == ModelFamily::kGpt2 ? "n_positions" : "max_position_embeddings") + " (" +
+        (FamilyInfo(model.config->family).style == DecoderStyle::kGpt2 ? "n_positions" : "max_position_embeddings") + " (" +
         std::to_string(model.config->max_positions) + "): its position embeddings do not reach that far");
   std::vector<std::string> notes;
   PW_RETURN_IF_ERROR(CheckTensorParallelRequest(model, o, &notes));

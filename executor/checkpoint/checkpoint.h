@@ -7,7 +7,7 @@
 // saved step (ROOT/step_000010/), and `run --save DIR` writes DIR itself as
 // one. Inside a step directory:
 //   embedding.safetensors, block.0.safetensors, ..., head.safetensors
-//       one file per layer of the layer list (models/torch/gpt_config.h),
+//       one file per layer of the layer list (models/spec/model_config.h LayerNames),
 //       written by the rank holding the layer (temp file + rename). Tensors:
 //         <param>              the parameter, e.g. "block.3.q_proj.weight"
 //         <param>:exp_avg      AdamW first moment   (absent before any step)

@@ -8,7 +8,6 @@
 
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/hf_load.h"
-#include "models/torch/gpt_config.h"
 #include "models/spec/hf_weights.h"
 #include "models/torch/gpt.h"
 

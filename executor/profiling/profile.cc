@@ -21,7 +21,7 @@
 #include "executor/runtime/torch_backend.h"
 #include "models/torch/gpt.h"
 #include "models/spec/model_config.h"
-#include "models/torch/gpt_config.h"
+#include "models/spec/model_family.h"
 
 namespace pw::exec {
 
@@ -43,13 +43,13 @@ int64_t Median(std::vector<int64_t> v) {
   return v[v.size() / 2];
 }
 
-const char* KindOf(const models::GptConfig& c, int layer) {
-  return layer == 0 ? "embedding" : layer == c.NumLayers() - 1 ? "head" : "block";
+const char* KindOf(const ModelConfig& c, int layer) {
+  return layer == 0 ? "embedding" : layer == LayerCount(c) - 1 ? "head" : "block";
 }
 
 // The pieces of one microbatch through one layer, as the executor holds them.
 struct LayerRun {
-  models::GptConfig config;
+  ModelConfig config;
   int layer = 0;
   std::shared_ptr<models::GptLayerImpl> module;
   WeightGradStore store;
@@ -59,13 +59,13 @@ struct LayerRun {
   // The layer's input: tokens (b, T) int64 for the embedding, else a leaf
   // (b, T, C) that requires grad (a received activation).
   torch::Tensor Input(int64_t b, int64_t T) const {
-    if (layer == 0) return torch::randint(config.vocab_size, {b, T}, torch::TensorOptions().dtype(torch::kLong));
-    return torch::randn({b, T, config.n_embd}, opts).requires_grad_(true);
+    if (layer == 0) return torch::randint(config.vocab, {b, T}, torch::TensorOptions().dtype(torch::kLong));
+    return torch::randn({b, T, config.hidden}, opts).requires_grad_(true);
   }
   // F: output (b, T, C), or the scalar loss for the head.
   torch::Tensor Forward(const torch::Tensor& x, const torch::Tensor& targets) {
     torch::Tensor out = module->forward(x);  // (b, T, C) or logits (b, T, V)
-    if (layer == config.NumLayers() - 1) out = models::LanguageModelLoss(out, targets);  // ()
+    if (layer == LayerCount(config) - 1) out = models::LanguageModelLoss(out, targets);  // ()
     return out;
   }
   // I (deferring) or B: backward from `out` with output gradient `dy`
@@ -98,9 +98,9 @@ struct ShapeSamples {
 // (including the output); wstash = activation + (bytes after I - bytes
 // before I) - the input gradient, which leaves with SEND_B.
 Status MeasureRound(LayerRun& run, int64_t b, int64_t T, int in_flight, bool timed, ShapeSamples* acc) {
-  const bool head = run.layer == run.config.NumLayers() - 1;
+  const bool head = run.layer == LayerCount(run.config) - 1;
   const torch::Tensor targets =
-      torch::randint(run.config.vocab_size, {b, T}, torch::TensorOptions().dtype(torch::kLong));  // (b, T)
+      torch::randint(run.config.vocab, {b, T}, torch::TensorOptions().dtype(torch::kLong));  // (b, T)
   std::vector<torch::Tensor> xs(in_flight), outs(in_flight);
   std::vector<int64_t> held_f(in_flight);
   // --- F, I, W (split backward).
@@ -174,7 +174,7 @@ ProfileSample Summarise(const char* kind, int64_t b, int64_t T, const ShapeSampl
 
 // Params + grads + AdamW state of one layer: bytes held after one full
 // training step on it (grads and optimizer state exist), graph dropped.
-int64_t MeasureStaticBytes(const models::GptConfig& c, int layer, torch::Dtype dtype, uint64_t seed) {
+int64_t MeasureStaticBytes(const ModelConfig& c, int layer, torch::Dtype dtype, uint64_t seed) {
   const int64_t base = TrackedCpuBytes();
   LayerRun run;
   run.config = c;
@@ -186,9 +186,9 @@ int64_t MeasureStaticBytes(const models::GptConfig& c, int layer, torch::Dtype d
   torch::optim::AdamW opt(run.module->parameters(), torch::optim::AdamWOptions(1e-3));
   {
     torch::Tensor x = run.Input(1, 8);
-    torch::Tensor t = torch::randint(c.vocab_size, {1, 8}, torch::TensorOptions().dtype(torch::kLong));
+    torch::Tensor t = torch::randint(c.vocab, {1, 8}, torch::TensorOptions().dtype(torch::kLong));
     torch::Tensor out = run.Forward(x, t);
-    torch::Tensor dy = layer == c.NumLayers() - 1 ? torch::Tensor() : torch::randn(out.sizes(), run.opts);
+    torch::Tensor dy = layer == LayerCount(c) - 1 ? torch::Tensor() : torch::randn(out.sizes(), run.opts);
     run.Backward(out, dy, false, 0);
     opt.step();
   }
@@ -226,33 +226,32 @@ Status PoolAcrossRanks(Communicator& comm, ShapeSamples* acc) {
   return Status::Ok();
 }
 
-// The layers to measure: GPT-2 configs through the executor's GPT reader;
-// llama-family ones (llama, mistral, qwen2) through the planner's reader and
-// GptFromModel, as `run` builds them from a plan (byte vocabulary when the
-// config has none).
-StatusOr<models::GptConfig> ProfiledModel(const nlohmann::json& model) {
-  const auto type = model.find("model_type");
-  if (model.is_object() && type != model.end() && type->is_string() && *type != "gpt2") {
-    nlohmann::json m = model;
-    if (!m.contains("vocab_size") || m["vocab_size"].is_null()) m["vocab_size"] = 256;
-    PW_ASSIGN_OR_RETURN(ModelConfig spec, ParseModelConfig(m, "--model-config"));
-    return models::GptFromModel(spec, "--model-config");
-  }
-  return models::ParseGptConfig(model, "--model-config");
+// The layers to measure: the config through the one reader, as `plan` reads
+// it (the executor's byte vocabulary, 256, when it has no vocab_size), built
+// as its family's layers (CheckFamilyShape). Dropout is not refused here:
+// the executor's layers have none either way, so what is measured is what
+// `run` builds (which refuses a plan with dropout).
+StatusOr<ModelConfig> ProfiledModel(const nlohmann::json& model) {
+  if (!model.is_object()) return Status::InvalidArgument("--model-config: model config is not a JSON object");
+  nlohmann::json m = model;
+  if (!m.contains("vocab_size") || m["vocab_size"].is_null()) m["vocab_size"] = 256;
+  PW_ASSIGN_OR_RETURN(ModelConfig spec, ParseModelConfig(m, "--model-config"));
+  PW_RETURN_IF_ERROR(CheckFamilyShape(spec, "--model-config"));
+  return spec;
 }
 
 }  // namespace
 
 StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FILE* log) {
-  PW_ASSIGN_OR_RETURN(models::GptConfig config, ProfiledModel(o.model));
+  PW_ASSIGN_OR_RETURN(ModelConfig config, ProfiledModel(o.model));
   if (o.micro_batch_sizes.empty() || o.seq_lengths.empty())
     return Status::InvalidArgument("--micro-batch-sizes and --seq-lengths must not be empty");
   for (int b : o.micro_batch_sizes)
     if (b < 1) return Status::InvalidArgument("--micro-batch-sizes: " + std::to_string(b) + " is not >= 1");
   for (int s : o.seq_lengths)
-    if (s < 1 || s > config.n_positions)
+    if (s < 1 || s > config.max_positions)
       return Status::InvalidArgument("--seq-lengths: " + std::to_string(s) + " is outside [1, n_positions=" +
-                                     std::to_string(config.n_positions) + "]");
+                                     std::to_string(config.max_positions) + "]");
   if (o.warmup < 0) return Status::InvalidArgument("--warmup must be >= 0, got " + std::to_string(o.warmup));
   if (o.repetitions < 1)
     return Status::InvalidArgument("--repetitions must be >= 1, got " + std::to_string(o.repetitions));
@@ -269,7 +268,7 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
   // Rounds go round-robin over every (kind, shape), so a slow spell of the
   // machine (another process, frequency changes) spreads over all shapes
   // instead of biasing the ones measured during it.
-  const int last = config.NumLayers() - 1;
+  const int last = LayerCount(config) - 1;
   std::vector<std::unique_ptr<LayerRun>> runs;
   struct Shape {
     LayerRun* run;

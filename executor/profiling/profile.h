@@ -26,7 +26,7 @@
 namespace pw::exec {
 
 struct LayerProfileOptions {
-  nlohmann::json model;                      // GPT config object (gpt_config.h keys)
+  nlohmann::json model;                      // HF config object (models/spec/model_config.h ParseModelConfig)
   std::vector<int> micro_batch_sizes{1, 2, 4};
   std::vector<int> seq_lengths{32, 64};      // each <= n_positions
   int warmup = 2;                            // untimed rounds per shape

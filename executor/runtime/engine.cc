@@ -509,7 +509,7 @@ StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps
     man.plan_hash = PlanHash(m.plan);
     man.schedule = m.plan.schedule;
     man.pp_size = m.plan.pp_size;
-    const std::vector<std::string> layers = models::GptLayerNames(m.checked.model);
+    const std::vector<std::string> layers = LayerNames(m.checked.model);
     for (int shard = -1; shard < (zero1 ? m.dp_size : 0) && written.ok(); ++shard)
       for (const std::string& layer : layers) {
         auto it = by_layer.find({layer, shard});

@@ -2,6 +2,7 @@
 
 #include "executor/comm/agree.h"
 
+#include "models/torch/executor_model.h"
 #include "schedules/validate.h"
 
 namespace pw::exec {
@@ -55,15 +56,16 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
   if (!plan.training)
     return Status::InvalidArgument("plan section 'training' is missing: the executor needs seq_length and the "
                                    "microbatch sizes (write the plan with `pipewright plan`)");
-  PW_ASSIGN_OR_RETURN(out.model, models::GptFromModel(*plan.model, "plan section 'model'"));
-  const int L = out.model.NumLayers();
+  PW_RETURN_IF_ERROR(models::CheckExecutorModel(*plan.model, "plan section 'model'"));
+  out.model = *plan.model;
+  const int L = LayerCount(out.model);
   // The reader checked that the stages continue one another and that the
   // layer list is the model's; the last stage must end at its last layer.
   if (plan.stages.empty() || plan.stages.back().layer_end != L)
     return Status::InvalidArgument("plan stages cover layers [0, " +
                                    std::to_string(plan.stages.empty() ? 0 : plan.stages.back().layer_end) +
                                    ") but the model has " + std::to_string(L) + " layers (embedding, " +
-                                   std::to_string(out.model.n_layer) + " blocks, head)");
+                                   std::to_string(out.model.num_layers) + " blocks, head)");
   PW_ASSIGN_OR_RETURN(out.training, ReadReplicaBatch(plan));
   // Global batch = dp_size x the rows one replica runs (contract of
   // docs/DATA_PARALLEL.md): replica d reads rows [d*R, (d+1)*R).
@@ -83,9 +85,9 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
   if (t.precision == Precision::kMixedBf16)
     return Status::InvalidArgument("plan field 'training.dtype' is 'bf16': the executor computes in float32 (or "
                                    "float64 for checks); plan with --dtype fp32");
-  if (out.training.seq_length > out.model.n_positions)
+  if (out.training.seq_length > out.model.max_positions)
     return Status::InvalidArgument("plan field 'training.seq_length' " + std::to_string(out.training.seq_length) +
-                                   " exceeds the model's n_positions " + std::to_string(out.model.n_positions));
+                                   " exceeds the model's n_positions " + std::to_string(out.model.max_positions));
   // The vocabulary is checked against the data where the tokens come from
   // (executor/data/data.h: bytes need >= 256, a tokenizer must match, a token file
   // must stay below it) and by the sampler.

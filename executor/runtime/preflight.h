@@ -3,7 +3,7 @@
 
 #include "executor/comm/communicator.h"
 #include "plan/replica_batch.h"
-#include "models/torch/gpt_config.h"
+#include "models/spec/model_config.h"
 #include "plan/plan.h"
 #include "base/status.h"
 
@@ -19,7 +19,7 @@ Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm);
 
 // What the executor needs from a plan, checked.
 struct CheckedPlan {
-  models::GptConfig model;
+  ModelConfig model;  // the plan's model section, one the executor builds
   ReplicaBatch training;
 };
 
@@ -35,7 +35,7 @@ struct CheckedPlan {
 //    B/W, when dp_size > 1, none with dp_size 1);
 //  - training.global_batch_size = dp_size x sum(microbatch_sizes);
 //  - the typed `model` section is one the executor builds
-//    (models::GptFromModel: gpt2 or llama family, tied or untied head, no dropout) and the stages' layer ranges cover exactly its
+//    (models::CheckExecutorModel: a registry family's shape, tied or untied head, no dropout) and the stages' layer ranges cover exactly its
 //    N+2 layers;
 //  - the `training` section: recompute none, dtype fp32 or fp64,
 //    seq_length <= n_positions (vocab_size is checked against the data by

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "executor/runtime/torch_util.h"
+#include "models/torch/executor_model.h"
 #include "models/torch/gpt.h"
 
 namespace pw::exec {
@@ -10,7 +11,7 @@ namespace pw::exec {
 // --------------------------------------------------------- ReferenceModel ---
 
 struct ReferenceModel::Impl {
-  models::GptConfig config;
+  ModelConfig config;
   EngineOptions options;
   models::GptStage module{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer;
@@ -22,10 +23,11 @@ ReferenceModel::~ReferenceModel() = default;
 StatusOr<std::unique_ptr<ReferenceModel>> ReferenceModel::Create(const ModelConfig& model,
                                                                  const EngineOptions& options) {
   auto impl = std::make_unique<Impl>();
-  PW_ASSIGN_OR_RETURN(impl->config, models::GptFromModel(model, "reference model"));
+  PW_RETURN_IF_ERROR(models::CheckExecutorModel(model, "reference model"));
+  impl->config = model;
   impl->options = options;
   if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
-  impl->module = models::GptStage(impl->config, 0, impl->config.NumLayers(), options.init_seed, DtypeOf(options),
+  impl->module = models::GptStage(impl->config, 0, LayerCount(impl->config), options.init_seed, DtypeOf(options),
                                   /*share_tied=*/true);  // a tied head uses the table itself
   impl->optimizer = std::make_unique<torch::optim::AdamW>(MakeOptimizer(impl->module->parameters(), options));
   return std::unique_ptr<ReferenceModel>(new ReferenceModel(std::move(impl)));

@@ -16,7 +16,7 @@ namespace pw::exec {
 class ReferenceModel {
  public:
   // `model`: a plan's model section (plan/plan.h). Errors: InvalidArgument
-  // from models::GptFromModel (what the executor does not build).
+  // from models::CheckExecutorModel (what the executor does not build).
   static StatusOr<std::unique_ptr<ReferenceModel>> Create(const ModelConfig& model, const EngineOptions& options);
   ~ReferenceModel();
   // Mean cross-entropy over the whole batch, backward, global-norm gradient

@@ -9,6 +9,7 @@
 #include "executor/runtime/preflight.h"
 #include "executor/data/tokenizer.h"
 #include "models/spec/hf_weights.h"
+#include "models/torch/executor_model.h"
 #include "models/torch/gpt.h"
 
 namespace pw::exec {
@@ -24,17 +25,18 @@ StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOpti
     if (!plan->model) return Status::InvalidArgument("the plan has no model section");
     PW_RETURN_IF_ERROR(CheckSameModel(*plan->model, model, "checkpoint " + dir));
   }
-  PW_ASSIGN_OR_RETURN(models::GptConfig cfg, models::GptFromModel(model, dir + "/manifest.json (model)"));
+  PW_RETURN_IF_ERROR(models::CheckExecutorModel(model, dir + "/manifest.json (model)"));
+  const ModelConfig& cfg = model;
   std::unique_ptr<Tokenizer> tokenizer;
   if (!options.tokenizer.empty()) {
     PW_ASSIGN_OR_RETURN(tokenizer, Tokenizer::Load(options.tokenizer));
-    if (tokenizer->vocab_size() != cfg.vocab_size)
+    if (tokenizer->vocab_size() != cfg.vocab)
       return Status::InvalidArgument("--tokenizer " + options.tokenizer + " has a vocabulary of " +
                                      std::to_string(tokenizer->vocab_size()) +
                                      " pieces but the checkpoint's model.vocab_size is " +
-                                     std::to_string(cfg.vocab_size) + "; they must be equal");
-  } else if (cfg.vocab_size < 256) {
-    return Status::InvalidArgument("the checkpoint's model.vocab_size is " + std::to_string(cfg.vocab_size) +
+                                     std::to_string(cfg.vocab) + "; they must be equal");
+  } else if (cfg.vocab < 256) {
+    return Status::InvalidArgument("the checkpoint's model.vocab_size is " + std::to_string(cfg.vocab) +
                                    ": without --tokenizer the tokens are bytes, so it needs vocab_size >= 256");
   }
   // Every layer in one stage, in the checkpoint's dtype (a tied head's
@@ -42,7 +44,7 @@ StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOpti
   const torch::Dtype dtype = manifest.dtype == "float64" ? torch::kDouble : torch::kFloat;
   models::GptStage module(nullptr);
   try {
-    module = models::GptStage(cfg, 0, cfg.NumLayers(), 0, dtype);
+    module = models::GptStage(cfg, 0, LayerCount(cfg), 0, dtype);
     module->eval();
   } catch (const c10::Error& e) {
     return Status::ComputeError("building the model of " + dir + ": " + e.what_without_backtrace());
@@ -63,7 +65,7 @@ StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOpti
   std::string out = options.prompt;
   try {
     for (int n = 0; n < options.tokens; ++n) {
-      const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), cfg.n_positions);
+      const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), cfg.max_positions);
       std::vector<int64_t> window(tokens.end() - len, tokens.end());
       torch::Tensor x = BatchTensor(window, 1, static_cast<int>(len));  // (1, t)
       for (auto& s : stages) x = s->forward(x);                          // logits (1, t, V)

@@ -60,7 +60,7 @@ void WeightGradStore::ResetStats() {
 
 // -------------------------------------------------------------- backend ---
 
-TorchStageBackend::TorchStageBackend(const Program& program, int rank, const models::GptConfig& config,
+TorchStageBackend::TorchStageBackend(const Program& program, int rank, const ModelConfig& config,
                                      ReplicaBatch shape, torch::Dtype dtype,
                                      std::map<int, models::GptStage> stages, torch::Device device,
                                      bool device_messages)
@@ -70,7 +70,7 @@ TorchStageBackend::TorchStageBackend(const Program& program, int rank, const mod
 }
 
 std::vector<int64_t> TorchStageBackend::MessageShape(int microbatch) const {
-  return {shape_.microbatch_sizes[microbatch], shape_.seq_length, config_.n_embd};
+  return {shape_.microbatch_sizes[microbatch], shape_.seq_length, config_.hidden};
 }
 
 std::string TorchStageBackend::Where(const char* what, int stage, int microbatch) const {

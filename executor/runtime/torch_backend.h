@@ -67,7 +67,7 @@ class TorchStageBackend : public StageBackend {
   // (MPI-staged: device -> host before a send, host -> device when the
   // consumer runs; Debian's Open MPI is not CUDA-aware), which for a CPU
   // device costs nothing.
-  TorchStageBackend(const Program& program, int rank, const models::GptConfig& config, ReplicaBatch shape,
+  TorchStageBackend(const Program& program, int rank, const ModelConfig& config, ReplicaBatch shape,
                     torch::Dtype dtype, std::map<int, models::GptStage> stages,
                     torch::Device device = torch::Device(torch::kCPU), bool device_messages = false);
 
@@ -131,7 +131,7 @@ class TorchStageBackend : public StageBackend {
 
   const Program& program_;
   int rank_;
-  models::GptConfig config_;
+  ModelConfig config_;
   ReplicaBatch shape_;
   torch::Dtype dtype_;
   torch::Device device_;

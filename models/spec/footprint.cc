@@ -81,22 +81,23 @@ int64_t BlockParams(const ModelConfig& m) {
   if (m.attention_bias) p += (q + 2 * kv) + h;          // QKV bias, projection bias
   else if (m.qkv_bias) p += q + 2 * kv;                 // QKV bias only (qwen2)
   if (m.mlp_bias) p += m.gated_mlp ? 2 * f + h : f + h;  // gate+up, down | fc1, fc2
-  return p;
+  return p + BlockTerms(m).params;                       // the family's own (model_family.h)
 }
 
 }  // namespace
 
 std::vector<LayerSpec> BuildLayerList(const ModelConfig& m) {
   std::vector<LayerSpec> layers;
-  layers.reserve(m.num_layers + 2);
+  const std::vector<std::string> names = LayerNames(m);
+  layers.reserve(names.size());
   const int64_t table = m.vocab * m.hidden;
-  LayerSpec emb{"embedding", LayerKind::kEmbedding, table + (m.learned_positions ? m.max_positions * m.hidden : 0), 0};
+  LayerSpec emb{names.front(), LayerKind::kEmbedding, table + (m.learned_positions ? m.max_positions * m.hidden : 0), 0};
   emb.held_params = emb.params;
   layers.push_back(emb);
   const int64_t block = BlockParams(m);
   for (int i = 0; i < m.num_layers; ++i)
-    layers.push_back(LayerSpec{"block." + std::to_string(i), LayerKind::kBlock, block, block});
-  LayerSpec head{"head", LayerKind::kHead, NormParams(m) + (m.tied ? 0 : table), NormParams(m) + table};
+    layers.push_back(LayerSpec{names[i + 1], LayerKind::kBlock, block, block});
+  LayerSpec head{names.back(), LayerKind::kHead, NormParams(m) + (m.tied ? 0 : table), NormParams(m) + table};
   layers.push_back(head);
   return layers;
 }
@@ -157,7 +158,10 @@ int64_t HeldParamsPerTensorRank(const ModelConfig& m, const LayerSpec& layer, in
       if (m.attention_bias) p += (q + 2 * kv) / t + h;
       else if (m.qkv_bias) p += (q + 2 * kv) / t;
       if (m.mlp_bias) p += m.gated_mlp ? 2 * f / t + h : f / t + h;
-      return p;
+      // The family's own (Qwen3's q/k norm weights act on each head's d
+      // channels: every tensor rank holds them whole, as transformers' tensor
+      // parallel plan replicates them).
+      return p + BlockTerms(m).params;
     }
   }
   return layer.held_params;
@@ -211,7 +215,8 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
                      + outside(sbh * e)                 // QKV GEMM input
                      + inside(sb * (q + 2 * kv) * e)    // Q, K, V
                      + inside(sb * q * e)               // output projection input
-                     + (m.dropout ? outside(sbh) : 0);  // attention-output dropout mask
+                     + (m.dropout ? outside(sbh) : 0)   // attention-output dropout mask
+                     + inside(sb * BlockTerms(m).kept_per_token * e);  // the family's own, per head (model_family.h)
       kept += m.gated_mlp ? outside(sbh * e) + inside(4 * sb * f * e)  // input, gate, SiLU, up, down input
                           : outside(sbh * e) + inside(2 * sb * f * e) + (m.dropout ? outside(sbh) : 0);
       const int64_t scores = inside(a * s * sb * e + (m.dropout ? a * s * sb + a * s * sb * e : 0));

@@ -110,12 +110,14 @@ struct LayerSpec {
   int64_t held_params = 0;
 };
 
-// Returns the L + 2 layers of `model` in order (see the layer list above).
+// Returns the L + 2 layers of `model` in order (model_config.h LayerNames).
 // Parameter counts (docs/ALGORITHMS.md §2): GPT-2 block 12h^2 + 13h (QKV 3h^2+3h,
 // proj h^2+h, fc1 4h^2+4h, fc2 4h^2+h, two LayerNorms 4h) in its general form
 // with f and GQA; Llama block h(h + 2kd) + (ad)h + 3hf + 2h, plus biases when
 // attention_bias (q + 2k d + h) / qkv_bias (q + 2k d, qwen2) / mlp_bias. Embedding V h (+ s_max h positions). Head: final
-// norm (2h LayerNorm / h RMSNorm) + V h when untied.
+// norm (2h LayerNorm / h RMSNorm) + V h when untied. A block adds its
+// family's own parameters (model_family.h FamilyBlockTerms: Qwen3's q/k
+// norms, 2d).
 std::vector<LayerSpec> BuildLayerList(const ModelConfig& model);
 
 // Sum of LayerSpec::params: the published total (GPT-2 small 124,439,808;
@@ -177,7 +179,9 @@ struct LayerFootprint {
 //   RMSNorm is a custom function keeping its input (plus an sb reciprocal
 //   RMS, not counted), grouped-query attention multiplies against the k
 //   K/V heads without repeating them (so K and V count k d, not a d), and
-//   RoPE keeps only its (s d) cos/sin tables.
+//   RoPE keeps only its (s d) cos/sin tables. A family adds its own kept
+//   elements per token (model_family.h FamilyBlockTerms; Qwen3's q/k norm
+//   inputs, (a + k) d: sb(a + k)d e), which full recompute drops too.
 // Embedding: int64 token ids 8 sb (+ dropout mask sbh) (Megatron
 // `compute_activation_memory`, first-stage terms). Head: norm and LM-head
 // inputs 2 sbh e + fp32 logits 4 sbV (Megatron: 4 sbh (1 + V/h)).

@@ -1,7 +1,6 @@
 #include "models/spec/hf_weights.h"
 
 #include <cstdio>
-#include <map>
 #include <tuple>
 #include <utility>
 
@@ -23,15 +22,6 @@ bool SplitBlock(const std::string& s, int* index, std::string* rest) {
   return true;
 }
 
-// "<module>.weight" / "<module>.bias" -> (module, suffix).
-bool SplitSuffix(const std::string& s, std::string* module, std::string* suffix) {
-  size_t dot = s.rfind('.');
-  if (dot == std::string::npos) return false;
-  *module = s.substr(0, dot);
-  *suffix = s.substr(dot + 1);
-  return *suffix == "weight" || *suffix == "bias";
-}
-
 std::string Num(double v) {
   char b[64];
   std::snprintf(b, sizeof(b), "%.17g", v);
@@ -41,74 +31,55 @@ std::string Num(double v) {
 }  // namespace
 
 StatusOr<HfTensorName> HfNameOf(ModelFamily family, const std::string& ours, bool tied) {
+  const ModelFamilyInfo& f = FamilyInfo(family);
   if (tied && ours == "head.lm_head.weight") {
-    PW_ASSIGN_OR_RETURN(HfTensorName out,
-                        HfNameOf(family, family == ModelFamily::kLlama ? "embedding.embed_tokens" : "embedding.wte"));
+    PW_ASSIGN_OR_RETURN(HfTensorName out, HfNameOf(family, f.token_table));
     out.candidates.push_back("lm_head.weight");
     return out;
   }
-  HfTensorName out;
-  const auto unknown = [&] {
-    return Status::InvalidArgument(std::string("parameter '") + ours + "' has no Hugging Face name in a " +
-                                   ModelFamilyName(family) + " model");
+  // The rule key: the block index replaced by "{i}".
+  int i = -1;
+  std::string rest, key = ours;
+  if (SplitBlock(ours, &i, &rest)) key = "block.{i}." + rest;
+  const auto with_index = [&](const std::string& pattern) {
+    const size_t at = pattern.find("{i}");
+    return at == std::string::npos ? pattern : pattern.substr(0, at) + std::to_string(i) + pattern.substr(at + 3);
   };
-  int i = 0;
-  std::string rest, module, suffix;
-  if (family == ModelFamily::kLlama) {
-    if (ours == "embedding.embed_tokens") {
-      out.name = "model.embed_tokens.weight";
-    } else if (ours == "head.norm.weight") {
-      out.name = "model.norm.weight";
-    } else if (ours == "head.lm_head.weight") {
-      out.name = "lm_head.weight";
-    } else if (SplitBlock(ours, &i, &rest) && SplitSuffix(rest, &module, &suffix)) {
-      const std::string layer = "model.layers." + std::to_string(i) + ".";
-      if (module == "q_proj" || module == "k_proj" || module == "v_proj" || module == "o_proj")
-        out.name = layer + "self_attn." + rest;
-      else if (module == "gate_proj" || module == "up_proj" || module == "down_proj")
-        out.name = layer + "mlp." + rest;
-      else if ((module == "input_layernorm" || module == "post_attention_layernorm") && suffix == "weight")
-        out.name = layer + rest;
-      else
-        return unknown();
+  for (const HfNameRule& rule : f.hf_names) {
+    HfTensorName out;
+    if (key == rule.ours) {
+      out.name = with_index(rule.hf);
+      out.transpose = rule.transpose;
+    } else if (key == rule.ours + ".weight" || key == rule.ours + ".bias") {
+      const std::string suffix = key.substr(rule.ours.size());
+      out.name = with_index(rule.hf) + suffix;
+      out.transpose = rule.transpose && suffix == ".weight";
     } else {
-      return unknown();
+      continue;
     }
     out.candidates = {out.name};
+    const std::string& prefix = f.hf_optional_prefix;
+    if (!prefix.empty() && out.name.compare(0, prefix.size(), prefix) == 0)
+      out.candidates.push_back(out.name.substr(prefix.size()));
     return out;
   }
-  // GPT-2.
-  static const std::map<std::string, std::pair<std::string, bool>> kBlock = {
-      {"ln_1", {"ln_1", false}},           {"ln_2", {"ln_2", false}},
-      {"attn_qkv", {"attn.c_attn", true}}, {"attn_proj", {"attn.c_proj", true}},
-      {"mlp_fc", {"mlp.c_fc", true}},      {"mlp_proj", {"mlp.c_proj", true}}};
-  if (ours == "embedding.wte") {
-    out.name = "transformer.wte.weight";
-  } else if (ours == "embedding.wpe") {
-    out.name = "transformer.wpe.weight";
-  } else if (ours == "head.ln_f.weight" || ours == "head.ln_f.bias") {
-    out.name = "transformer." + ours.substr(5);
-  } else if (ours == "head.lm_head.weight") {
-    out.name = "lm_head.weight";
-  } else if (SplitBlock(ours, &i, &rest) && SplitSuffix(rest, &module, &suffix) && kBlock.count(module)) {
-    const auto& [hf, conv1d] = kBlock.at(module);
-    out.name = "transformer.h." + std::to_string(i) + "." + hf + "." + suffix;
-    out.transpose = conv1d && suffix == "weight";
-  } else {
-    return unknown();
-  }
-  out.candidates = {out.name};
-  const std::string prefix = "transformer.";
-  if (out.name.compare(0, prefix.size(), prefix) == 0) out.candidates.push_back(out.name.substr(prefix.size()));
-  return out;
+  return Status::InvalidArgument(std::string("parameter '") + ours + "' has no Hugging Face name in a " + f.name +
+                                 " model");
 }
 
 nlohmann::json HfConfigJson(const ModelConfig& m) {
   nlohmann::json j;
   const double pdrop = m.dropout ? 0.1 : 0.0;
-  if (m.family == ModelFamily::kGpt2) {
-    j["model_type"] = "gpt2";
-    j["architectures"] = {"GPT2LMHeadModel"};
+  const ModelFamilyInfo& f = FamilyInfo(m.family);
+  const HfModelType* type = &f.model_types.front();
+  for (const HfModelType& t : f.model_types)
+    if (t.qkv_bias == m.qkv_bias) {
+      type = &t;
+      break;
+    }
+  j["model_type"] = type->model_type;
+  j["architectures"] = {type->architecture};
+  if (f.style == DecoderStyle::kGpt2) {
     j["n_layer"] = m.num_layers;
     j["n_embd"] = m.hidden;
     j["n_head"] = m.num_heads;
@@ -122,8 +93,6 @@ nlohmann::json HfConfigJson(const ModelConfig& m) {
     j["resid_pdrop"] = pdrop;
     j["embd_pdrop"] = pdrop;
   } else {
-    j["model_type"] = m.qkv_bias ? "qwen2" : "llama";
-    j["architectures"] = {m.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
     j["num_hidden_layers"] = m.num_layers;
     j["hidden_size"] = m.hidden;
     j["intermediate_size"] = m.ffn;
@@ -160,7 +129,7 @@ nlohmann::json HfConfigJson(const ModelConfig& m) {
 }
 
 Status CheckSameModel(const ModelConfig& p, const ModelConfig& d, const std::string& source) {
-  const bool gpt = p.family == ModelFamily::kGpt2;
+  const bool gpt = FamilyInfo(p.family).style == DecoderStyle::kGpt2;
   const auto differ = [&](const std::string& field, const std::string& dir_v, const std::string& plan_v) {
     return Status::InvalidArgument(source + ": field '" + field + "' is " + dir_v + " but the plan's model has " +
                                    plan_v + " (the directory holds another model)");

@@ -4,21 +4,11 @@
 //
 // Our parameter names are a stage's NamedParameters (models/torch/gpt.h):
 // "<layer>.<module path>", layers "embedding", "block.<i>" (i = 0 .. L-1)
-// and "head". HF names (transformers' LlamaForCausalLM / GPT2LMHeadModel):
-//   Llama  embedding.embed_tokens             model.embed_tokens.weight
-//          block.i.<m>.weight|bias            model.layers.i.self_attn.<m>.*  (m = q_proj, k_proj, v_proj, o_proj)
-//                                             model.layers.i.mlp.<m>.*        (m = gate_proj, up_proj, down_proj)
-//                                             model.layers.i.<m>.weight       (m = input_layernorm, post_attention_layernorm)
-//          head.norm.weight                   model.norm.weight
-//          head.lm_head.weight                lm_head.weight
-//   GPT-2  embedding.wte | wpe                transformer.wte.weight | transformer.wpe.weight
-//          block.i.ln_1|ln_2.*                transformer.h.i.ln_1|ln_2.*
-//          block.i.attn_qkv.*                 transformer.h.i.attn.c_attn.*   (Conv1D)
-//          block.i.attn_proj.*                transformer.h.i.attn.c_proj.*   (Conv1D)
-//          block.i.mlp_fc.*                   transformer.h.i.mlp.c_fc.*      (Conv1D)
-//          block.i.mlp_proj.*                 transformer.h.i.mlp.c_proj.*    (Conv1D)
-//          head.ln_f.*                        transformer.ln_f.*
-//          head.lm_head.weight                lm_head.weight
+// and "head". Their HF names are each family's name table in the family
+// registry (model_family.cc), e.g.
+//   Llama  block.i.q_proj.weight   model.layers.i.self_attn.q_proj.weight
+//   Qwen3  block.i.q_norm.weight   model.layers.i.self_attn.q_norm.weight
+//   GPT-2  block.i.attn_qkv.weight transformer.h.i.attn.c_attn.weight (Conv1D)
 // GPT-2's Conv1D stores a weight as (in, out); ours is (out, in): transposed.
 #pragma once
 
@@ -41,9 +31,10 @@ struct HfTensorName {
 };
 
 // The HF name of our parameter `ours` (e.g. "block.3.q_proj.weight") in a
-// model of `family`. With `tied` (tie_word_embeddings), the LM head's
-// replica "head.lm_head.weight" is HF's token table: `name` is the
-// embedding's (model.embed_tokens.weight / transformer.wte.weight), loaded
+// model of `family`, by the family's name table. With `tied`
+// (tie_word_embeddings), the LM head's replica "head.lm_head.weight" is HF's
+// token table: `name` is the embedding's (the family's token_table, e.g.
+// model.embed_tokens.weight / transformer.wte.weight), loaded
 // from it first and else from "lm_head.weight" (HF's tied layout omits
 // lm_head.weight or stores an equal copy); export writes it only once, as
 // the embedding. Errors: InvalidArgument naming `ours` when it is not a
@@ -51,8 +42,9 @@ struct HfTensorName {
 StatusOr<HfTensorName> HfNameOf(ModelFamily family, const std::string& ours, bool tied = false);
 
 // The HF config.json of `model` (what ParseModelConfig reads back as the same
-// normalised model): model_type ("gpt2", "llama", or "qwen2" for Q/K/V-only
-// biases), architectures, sizes, eps, RoPE theta and scaling, biases,
+// normalised model): model_type and architectures from the family registry
+// (its first model type with the model's qkv_bias: "gpt2", "llama", "qwen2"
+// for Q/K/V-only biases, "qwen3"), sizes, eps, RoPE theta and scaling, biases,
 // tie_word_embeddings, dropout rates (0, or 0.1 when `dropout`), the
 // activation (GPT-2: exact "gelu", which the executor computes; Llama:
 // "silu"), torch_dtype "float32".

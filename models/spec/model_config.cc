@@ -99,7 +99,14 @@ Status CheckModelSizes(const ModelConfig& m, const std::string& source) {
 
 }  // namespace
 
-const char* ModelFamilyName(ModelFamily family) { return family == ModelFamily::kGpt2 ? "gpt2" : "llama"; }
+std::vector<std::string> LayerNames(const ModelConfig& m) {
+  std::vector<std::string> names;
+  names.reserve(LayerCount(m));
+  names.push_back("embedding");
+  for (int i = 0; i < m.num_layers; ++i) names.push_back("block." + std::to_string(i));
+  names.push_back("head");
+  return names;
+}
 
 const char* RopeScalingTypeName(RopeScaling::Type type) {
   switch (type) {
@@ -176,7 +183,10 @@ Status ReadRopeScaling(const json& c, const std::string& source, ModelConfig* m)
 
 }  // namespace
 
-StatusOr<ModelFamily> ConfigModelFamily(const json& c, const std::string& source) {
+namespace {
+
+// The registry's family and model type of `c` (ConfigModelFamily's rule).
+StatusOr<FoundModelType> ConfigModelType(const json& c, const std::string& source) {
   if (!c.is_object()) return Status::InvalidArgument(source + ": expected a JSON object (a HF config.json)");
   std::string type = c.contains("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
   if (type.empty()) {
@@ -191,18 +201,25 @@ StatusOr<ModelFamily> ConfigModelFamily(const json& c, const std::string& source
         FindKey(c, {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"}, &llama_key);
     if (gpt2 && llama)
       return Status::InvalidArgument(source + ": no 'model_type', and both a GPT-2 field ('" + gpt2_key +
-                                     "') and a Llama field ('" + llama_key +
-                                     "'): add \"model_type\" (gpt2, llama, mistral or qwen2) to say which applies");
+                                     "') and a Llama field ('" + llama_key + "'): add \"model_type\" (" +
+                                     KnownModelTypes() + ") to say which applies");
     type = gpt2 ? "gpt2" : "llama";
   }
-  if (type == "gpt2") return ModelFamily::kGpt2;
-  if (type == "llama" || type == "mistral" || type == "qwen2") return ModelFamily::kLlama;
-  return Status::InvalidArgument(source + ": field 'model_type' is '" + type + "'; known: gpt2, llama, mistral, qwen2");
+  return FindHfModelType(type, source);
+}
+
+}  // namespace
+
+StatusOr<ModelFamily> ConfigModelFamily(const json& c, const std::string& source) {
+  PW_ASSIGN_OR_RETURN(FoundModelType found, ConfigModelType(c, source));
+  return found.family->family;
 }
 
 StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source) {
   ModelConfig m;
-  PW_ASSIGN_OR_RETURN(m.family, ConfigModelFamily(c, source));
+  PW_ASSIGN_OR_RETURN(FoundModelType found, ConfigModelType(c, source));
+  m.family = found.family->family;
+  const bool gpt2_style = found.family->style == DecoderStyle::kGpt2;
   m.raw = c;
   // Mixture of experts (Mixtral's num_local_experts, Qwen2-MoE's
   // num_experts): neither the cost model nor the executor has routed MLPs.
@@ -231,7 +248,7 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
   }
   m.num_kv_heads = static_cast<int>(kv);
   // transformers' GPT2Attention has as many key/value heads as query heads.
-  if (m.family == ModelFamily::kGpt2 && kv != a)
+  if (gpt2_style && kv != a)
     return Status::InvalidArgument(source + ": field 'num_key_value_heads' (" + std::to_string(kv) +
                                    ") differs from the attention heads (" + std::to_string(a) +
                                    "): GPT-2 has no grouped-query attention");
@@ -243,18 +260,19 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
   FindKey(c, {"n_head", "num_attention_heads"}, &heads_key);
   // GPT-2 (transformers GPT2Attention) always splits the hidden size into
   // heads: it has no head_dim field.
-  const bool explicit_head_dim = m.family != ModelFamily::kGpt2 && FindKey(c, {"head_dim"}, &key);
+  const bool explicit_head_dim = !gpt2_style && FindKey(c, {"head_dim"}, &key);
   if (explicit_head_dim) {
     PW_RETURN_IF_ERROR(PositiveInt(c, source, {"head_dim"}, &m.head_dim));
+  } else if (found.type->default_head_dim > 0) {
+    m.head_dim = found.type->default_head_dim;  // the model type's own default (qwen3: 128)
   } else {
     if (m.hidden % a != 0)
       return Status::InvalidArgument(source + ": field '" + hidden_key + "' (" + std::to_string(m.hidden) +
                                      ") is not divisible by field '" + heads_key + "' (" + std::to_string(a) + ")" +
-                                     (m.family == ModelFamily::kGpt2 ? std::string()
-                                                                     : std::string(" and 'head_dim' is not given")));
+                                     (gpt2_style ? std::string() : std::string(" and 'head_dim' is not given")));
     m.head_dim = m.hidden / a;
   }
-  if (m.family == ModelFamily::kGpt2) {
+  if (gpt2_style) {
     if (FindKey(c, {"n_inner", "intermediate_size"}, &key)) {
       PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_inner", "intermediate_size"}, &m.ffn));
     } else {
@@ -282,14 +300,26 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
     PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"rms_norm_eps"}, 1e-6, &m.norm_eps));
     PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"rope_theta"}, 10000.0, &m.rope_theta));
     PW_RETURN_IF_ERROR(ReadRopeScaling(c, source, &m));
-    const std::string type = c.contains("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
     // Qwen2 (transformers Qwen2Attention): q, k, v with bias, o_proj without.
-    if (type == "qwen2" && !m.attention_bias) m.qkv_bias = true;
+    if (found.type->qkv_bias && !m.attention_bias) m.qkv_bias = true;
     // A sliding window shorter than the longest sequence changes attention
-    // (Mistral 7B v0.1: 4096 of 32768); Qwen2 only applies it with
-    // use_sliding_window.
+    // (Mistral 7B v0.1: 4096 of 32768). Qwen2 and Qwen3 (transformers
+    // Qwen2Config / Qwen3Config `layer_types`) slide only in the layers
+    // listed "sliding_attention", by default those from max_window_layers
+    // (default 28) on when use_sliding_window is true.
     auto sw = c.find("sliding_window");
-    const bool sw_used = type != "qwen2" || BoolOr(c, "use_sliding_window", false);
+    bool sw_used = true;
+    if (found.type->sliding_window_opt_in) {
+      sw_used = false;
+      auto types = c.find("layer_types");
+      if (types != c.end() && types->is_array()) {
+        for (const json& t : *types) sw_used = sw_used || t == "sliding_attention";
+      } else {
+        auto mw = c.find("max_window_layers");
+        sw_used = (mw != c.end() && mw->is_number_integer() ? mw->get<int64_t>() : 28) < m.num_layers;
+      }
+      sw_used = sw_used && BoolOr(c, "use_sliding_window", false);
+    }
     if (sw_used && sw != c.end() && !sw->is_null()) {
       if (!sw->is_number_integer() || sw->get<int64_t>() <= 0)
         return Status::InvalidArgument(source + ": field 'sliding_window' must be a positive integer or null, got " +

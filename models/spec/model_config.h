@@ -1,13 +1,17 @@
 // A transformer described by a HuggingFace `config.json`, normalised to the
 // few numbers the cost formulas need (docs/PLAN_FORMAT.md#model):
-// {L, h, a, a_kv, d_head, f, V, s_max, tied, gated_mlp, norm}.
+// {L, h, a, a_kv, d_head, f, V, s_max, tied, gated_mlp, norm}. This is the
+// one model vocabulary: the planner costs it, plans hold it, and the
+// executor builds its layers from it (models/torch/gpt.h).
 //
-// Two families are understood, by their HF field names:
-//  - GPT-2 (`model_type` "gpt2", GPT-3 configs written the same way):
+// The family comes from `model_type` through the family registry
+// (model_family.h); the family's decoder style decides the field names:
+//  - GPT-2 style (`model_type` "gpt2", GPT-3 configs written the same way):
 //    `n_layer`, `n_embd`, `n_head`, `n_inner` (null -> 4 n_embd),
 //    `n_positions`, `vocab_size`; LayerNorm, biases, learned positions, GELU
 //    MLP, tied LM head, dropout (`attn_pdrop`, `resid_pdrop`, `embd_pdrop`).
-//  - Llama (`model_type` "llama"): `num_hidden_layers`, `hidden_size`,
+//  - Llama style (`model_type` "llama", "mistral", "qwen2": family llama;
+//    "qwen3": family qwen3): `num_hidden_layers`, `hidden_size`,
 //    `intermediate_size`, `num_attention_heads`, `num_key_value_heads`
 //    (null -> heads), `head_dim` (null -> hidden/heads), `vocab_size`,
 //    `max_position_embeddings`, `tie_word_embeddings` (default false),
@@ -16,11 +20,14 @@
 //    4.x: {"type" or "rope_type", "factor", ...}) or `rope_parameters`
 //    (transformers 5.x: {"rope_type", "rope_theta", "factor", ...}): types
 //    default, linear and llama3 (RopeScaling below).
-//    `mistral` is read as llama (its `sliding_window`, when set and below
-//    max_position_embeddings, is refused: the cost model and the executor
-//    attend to the whole causal prefix). `qwen2` is read as llama with biases
-//    on Q, K and V but not on the output projection (qkv_bias); its
-//    sliding window is ignored unless `use_sliding_window` is true.
+//    A `sliding_window` below max_position_embeddings is refused (the cost
+//    model and the executor attend to the whole causal prefix); qwen2 and
+//    qwen3 apply it only with `use_sliding_window` true, and only to the
+//    layers `layer_types` marks "sliding_attention" (by default those from
+//    `max_window_layers`, default 28, on; transformers Qwen2Config /
+//    Qwen3Config). qwen3's `head_dim` defaults to 128 (Qwen3Config). `qwen2` has biases on Q, K and V but not on the output
+//    projection (qkv_bias). `qwen3` adds an RMSNorm over each head of Q and
+//    K (its family's layers, models/torch/qwen3.cc).
 //    Mixture-of-experts configs (`num_local_experts`, `num_experts`) are
 //    refused naming the field.
 // The generic names (`hidden_size`, `num_hidden_layers`, ...) are accepted for
@@ -34,10 +41,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "models/spec/model_family.h"
 
 namespace pw {
-
-enum class ModelFamily { kGpt2, kLlama };
 
 // Rotary position embedding frequency scaling (Llama family). RoPE itself:
 // Su et al. 2021, "RoFormer", §3.4: channel pair i of a head of dimension d
@@ -70,9 +76,6 @@ struct RopeScaling {
 // "default", "linear" or "llama3".
 const char* RopeScalingTypeName(RopeScaling::Type type);
 
-// "gpt2" or "llama".
-const char* ModelFamilyName(ModelFamily family);
-
 struct ModelConfig {
   std::string name;            // `_name_or_path`, else the file stem, else model_type
   ModelFamily family = ModelFamily::kGpt2;
@@ -100,8 +103,19 @@ struct ModelConfig {
   nlohmann::json raw;
 };
 
-// The family `config` describes: its `model_type` when that is a string
-// ("gpt2" or "llama"); otherwise (missing, null or not a string) gpt2 if a
+// The layer list of `model` (the contract between planner and executor; plan
+// `stages[].layers` are half-open ranges into it), L + 2 entries:
+//   index 0        "embedding"  token embedding (+ learned positions, GPT-2)
+//   index 1..L     "block.0" .. "block.{L-1}"  decoder blocks
+//   index L+1      "head"       final norm + LM head + cross-entropy loss
+// footprint.h BuildLayerList gives each its parameters.
+std::vector<std::string> LayerNames(const ModelConfig& model);
+// L + 2: the number of entries of LayerNames.
+inline int LayerCount(const ModelConfig& model) { return model.num_layers + 2; }
+
+// The family `config` describes: the registry's family of its `model_type`
+// when that is a string (model_family.h FindHfModelType); otherwise
+// (missing, null or not a string) gpt2 if a
 // GPT-2 field name (`n_embd`, `n_layer`, `n_head`, `n_inner`, `n_positions`)
 // is present, else llama. `source` names the file in errors. Returns
 // InvalidArgument naming 'model_type' for any other type, and for a config
@@ -116,13 +130,14 @@ StatusOr<ModelFamily> ConfigModelFamily(const nlohmann::json& config, const std:
 // kv_heads != 0, a GPT-2 config whose `num_key_value_heads` differs from its
 // heads, a RoPE scaling type other than default / linear / llama3
 // (naming 'rope_scaling.rope_type' or 'rope_parameters.rope_type') or a bad
-// scaling number, a `sliding_window` below max_position_embeddings, a
-// mixture-of-experts field (`num_local_experts`, `num_experts`), or an
-// unknown `model_type` (known: gpt2, llama, mistral, qwen2; missing
-// model_type is inferred from the field names, see ConfigModelFamily).
-// `vocab_size` is required (no default: HF's own defaults differ per family,
-// 50257 for GPT-2 and 32000 for Llama; the executor's ParseGptConfig
-// supplies its byte vocabulary, 256, before calling this).
+// scaling number, a `sliding_window` below max_position_embeddings (where
+// it applies), a mixture-of-experts field (`num_local_experts`,
+// `num_experts`), or an unknown `model_type` (listing the registry's: gpt2,
+// llama, mistral, qwen2, qwen3; missing model_type is inferred from the field
+// names, see ConfigModelFamily). `vocab_size` is required (no default: HF's
+// own defaults differ per family, 50257 for GPT-2 and 32000 for Llama;
+// `pipewright profile` supplies the executor's byte vocabulary, 256, before
+// calling this).
 StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config, const std::string& source);
 
 // Loads a model config: `name_or_path` is a file path, or the name of a

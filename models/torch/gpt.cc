@@ -1,9 +1,8 @@
 #include "models/torch/gpt.h"
 
-#include "models/torch/llama.h"
-
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 namespace pw::models {
 
@@ -155,9 +154,9 @@ void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dty
   if (lin->bias.defined()) lin->bias.zero_();
 }
 
-void InitTiedReplica(SplitLinear& lm_head, const GptConfig& c, uint64_t seed, torch::Dtype dtype) {
+void InitTiedReplica(SplitLinear& lm_head, const ModelConfig& c, uint64_t seed, torch::Dtype dtype) {
   torch::NoGradGuard no_grad;
-  lm_head->weight.copy_(NormalInit({c.vocab_size, c.n_embd}, 0.02, ParamSeed(seed, 0, 0), dtype));
+  lm_head->weight.copy_(NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
 }
 
 torch::Tensor TokenEmbedding(const torch::Tensor& wte, const torch::Tensor& tokens, DeferredGradSink* sink) {
@@ -169,9 +168,9 @@ namespace {
 
 class EmbeddingLayer : public GptLayerImpl {
  public:
-  EmbeddingLayer(const GptConfig& c, uint64_t seed, torch::Dtype dtype) {
-    wte = register_parameter("wte", NormalInit({c.vocab_size, c.n_embd}, 0.02, ParamSeed(seed, 0, 0), dtype));
-    wpe = register_parameter("wpe", NormalInit({c.n_positions, c.n_embd}, 0.01, ParamSeed(seed, 0, 1), dtype));
+  EmbeddingLayer(const ModelConfig& c, uint64_t seed, torch::Dtype dtype) {
+    wte = register_parameter("wte", NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
+    wpe = register_parameter("wpe", NormalInit({c.max_positions, c.hidden}, 0.01, ParamSeed(seed, 0, 1), dtype));
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
   torch::Tensor TokenTable() const override { return wte; }
@@ -192,10 +191,10 @@ class EmbeddingLayer : public GptLayerImpl {
 
 class BlockLayer : public GptLayerImpl {
  public:
-  BlockLayer(const GptConfig& c, int index, uint64_t seed, torch::Dtype dtype) : n_head_(c.n_head) {
-    const int64_t C = c.n_embd, F = c.n_inner;
+  BlockLayer(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) : n_head_(c.num_heads) {
+    const int64_t C = c.hidden, F = c.ffn;
     auto ln = [&](const char* name) {
-      return register_module(name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({C}).eps(c.layer_norm_epsilon)));
+      return register_module(name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({C}).eps(c.norm_eps)));
     };
     ln_1 = ln("ln_1");
     ln_2 = ln("ln_2");
@@ -203,7 +202,7 @@ class BlockLayer : public GptLayerImpl {
     attn_proj = register_module("attn_proj", SplitLinear(C, C, true));
     fc = register_module("mlp_fc", SplitLinear(C, F, true));
     mlp_proj = register_module("mlp_proj", SplitLinear(F, C, true));
-    const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
+    const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.num_layers));
     InitLinear(qkv, 0.02, ParamSeed(seed, index, 0), dtype);
     InitLinear(attn_proj, residual_std, ParamSeed(seed, index, 1), dtype);
     InitLinear(fc, 0.02, ParamSeed(seed, index, 2), dtype);
@@ -238,10 +237,9 @@ class BlockLayer : public GptLayerImpl {
 
 class HeadLayer : public GptLayerImpl {
  public:
-  HeadLayer(const GptConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
-    ln_f = register_module(
-        "ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)));
-    lm_head = register_module("lm_head", SplitLinear(c.n_embd, c.vocab_size, false));
+  HeadLayer(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
+    ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden}).eps(c.norm_eps)));
+    lm_head = register_module("lm_head", SplitLinear(c.hidden, c.vocab, false));
     InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
     this->to(dtype);
     if (c.tied) InitTiedReplica(lm_head, c, seed, dtype);
@@ -304,22 +302,29 @@ void GptLayerImpl::SetSink(DeferredGradSink* sink) {
   }
 }
 
-std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
-  if (config.family == ModelFamily::kLlama) return MakeLlamaLayer(config, index, seed, dtype);
+std::shared_ptr<GptLayerImpl> MakeGpt2Layer(const ModelConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
   if (index == 0) return std::make_shared<EmbeddingLayer>(config, seed, dtype);
-  if (index == config.NumLayers() - 1) return std::make_shared<HeadLayer>(config, index, seed, dtype);
+  if (index == LayerCount(config) - 1) return std::make_shared<HeadLayer>(config, index, seed, dtype);
   return std::make_shared<BlockLayer>(config, index, seed, dtype);
 }
 
-GptStageImpl::GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype,
+std::shared_ptr<GptLayerImpl> MakeGptLayer(const ModelConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
+  for (const FamilyLayers& f : FamilyLayerBuilders())
+    if (f.family == config.family) return f.build(config, index, seed, dtype);
+  // Unreachable: every family has a row (tests/models/llama_test.cc checks).
+  throw std::logic_error(std::string("no layer builder for model family ") + ModelFamilyName(config.family));
+}
+
+GptStageImpl::GptStageImpl(const ModelConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype,
                            bool share_tied)
     : config_(config), begin_(begin), end_(end) {
-  const auto all_names = GptLayerNames(config);
+  config_.raw = nlohmann::json();  // the config object as read is not needed to build or run layers
+  const auto all_names = LayerNames(config);
   for (int i = begin; i < end; ++i) {
     names_.push_back(all_names[i]);
     layers_.push_back(register_module("layer" + std::to_string(i), MakeGptLayer(config, i, seed, dtype)));
   }
-  if (share_tied && config.tied && begin == 0 && end == config.NumLayers())
+  if (share_tied && config.tied && begin == 0 && end == LayerCount(config))
     layers_.back()->ShareTokenTable(layers_.front()->TokenTable());
 }
 

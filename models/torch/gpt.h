@@ -1,8 +1,11 @@
-// LibTorch GPT: a decoder-only transformer built layer by layer so that a
-// plan's `stages[].layers` range builds one pipeline stage (gpt_config.h has
-// the layer list). Dimension letters used in this file:
-//   b = rows (sequences) in a microbatch, T = sequence length, C = n_embd,
-//   H = n_head, D = C / H, F = n_inner, V = vocab_size.
+// LibTorch decoders, built layer by layer from the one model vocabulary,
+// pw::ModelConfig (models/spec/model_config.h), so that a plan's
+// `stages[].layers` range builds one pipeline stage (LayerNames there is the
+// layer list). Each family's layers come from its builder in the family
+// table (FamilyLayerBuilders, models/torch/families.cc): GPT-2 here,
+// Llama in llama.h, Qwen3 in qwen3.cc. Dimension letters used in this file:
+//   b = rows (sequences) in a microbatch, T = sequence length, C = hidden,
+//   H = heads, D = head_dim, F = ffn, V = vocab.
 //
 // Split backward (zero-bubble I/W): every weight GEMM goes through
 // SplitLinear. With no sink, or a sink that does not defer, its backward
@@ -20,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/torch/gpt_config.h"
+#include "models/spec/model_config.h"
 
 namespace pw::models {
 
@@ -101,23 +104,37 @@ uint64_t ParamSeed(uint64_t seed, int layer, int slot);
 void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dtype);
 // A tied model's LM-head replica (V, C) <- the token table's initial values
 // (N(0, 0.02), the embedding's seed): the copies start identical.
-void InitTiedReplica(SplitLinear& lm_head, const GptConfig& config, uint64_t seed, torch::Dtype dtype);
+void InitTiedReplica(SplitLinear& lm_head, const ModelConfig& model, uint64_t seed, torch::Dtype dtype);
 
-// Builds layer `index` of the list with deterministic initial values that
-// depend only on (seed, index): the same layer is bit-identical whichever
-// stage or process builds it. GPT-2 init: N(0, 0.02) weights, residual
-// projections N(0, 0.02/sqrt(2N)), zero biases, LayerNorm (1, 0). A
-// config of family llama builds the Llama layer (models/torch/llama.h).
-// dtype: torch::kFloat or torch::kDouble.
-// REQUIRES: 0 <= index < config.NumLayers().
-std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, uint64_t seed,
-                                           torch::Dtype dtype);
+// Builds layer `index` of a model of one family, with deterministic initial
+// values that depend only on (seed, index): the same layer is bit-identical
+// whichever stage or process builds it. dtype: torch::kFloat or
+// torch::kDouble. REQUIRES: 0 <= index < LayerCount(model), and the model
+// passes models/torch/executor_model.h CheckExecutorModel.
+using LayerBuilder = std::shared_ptr<GptLayerImpl> (*)(const ModelConfig& model, int index, uint64_t seed,
+                                                       torch::Dtype dtype);
 
-// A pipeline stage: layers [begin, end) in order, of either family (the
+// The LibTorch side of the family registry (models/spec/model_family.h):
+// one row per family, in the spec registry's order (models/torch/families.cc).
+struct FamilyLayers {
+  ModelFamily family;
+  LayerBuilder build;
+};
+const std::vector<FamilyLayers>& FamilyLayerBuilders();
+
+// GPT-2's layers (gpt.cc). Init: N(0, 0.02) weights, residual projections
+// N(0, 0.02/sqrt(2L)), zero biases, LayerNorm (1, 0), positions N(0, 0.01).
+std::shared_ptr<GptLayerImpl> MakeGpt2Layer(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
+
+// Layer `index` of `model` by its family's builder (FamilyLayerBuilders).
+// REQUIRES: as LayerBuilder.
+std::shared_ptr<GptLayerImpl> MakeGptLayer(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
+
+// A pipeline stage: layers [begin, end) in order, of any family (the
 // engine, the backend, the reference and the sampler use this one stage
-// type for GPT and Llama models alike).
+// type for every family).
 //
-// Tied LM head (config.tied): a stage holding the head keeps its own replica
+// Tied LM head (model.tied): a stage holding the head keeps its own replica
 // of the token table, initialised to the same values (the pipeline's way:
 // the engine sums the two gradients before each optimizer step). With
 // `share_tied` and a stage holding both the embedding and the head, the head
@@ -125,7 +142,7 @@ std::shared_ptr<GptLayerImpl> MakeGptLayer(const GptConfig& config, int index, u
 // both uses): the single-process reference.
 class GptStageImpl : public torch::nn::Module {
  public:
-  GptStageImpl(const GptConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype,
+  GptStageImpl(const ModelConfig& model, int begin, int end, uint64_t seed, torch::Dtype dtype,
                bool share_tied = false);
   // x: tokens (b, T) int64 if begin == 0, else (b, T, C); returns (b, T, C),
   // or logits (b, T, V) if the stage holds the head.
@@ -138,10 +155,10 @@ class GptStageImpl : public torch::nn::Module {
   const std::vector<std::string>& layer_names() const { return names_; }
   int begin() const { return begin_; }
   int end() const { return end_; }
-  bool has_head() const { return end_ == config_.NumLayers(); }
+  bool has_head() const { return end_ == LayerCount(config_); }
 
  private:
-  GptConfig config_;
+  ModelConfig config_;
   int begin_ = 0, end_ = 0;
   std::vector<std::string> names_;                    // layer names [begin, end)
   std::vector<std::shared_ptr<GptLayerImpl>> layers_;  // registered as "layer<i>"

@@ -35,25 +35,10 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   }
 };
 
-// RMSNorm module: weight (C), initialised to 1.
-class RmsNormLayerImpl : public torch::nn::Module {
- public:
-  RmsNormLayerImpl(int64_t C, double eps, torch::Dtype dtype) : eps_(eps) {
-    weight = register_parameter("weight", torch::ones({C}, torch::TensorOptions().dtype(dtype)));
-  }
-  torch::Tensor forward(const torch::Tensor& x) { return RmsNorm(x, weight, eps_); }
-  torch::Tensor weight;  // (C)
-
- private:
-  double eps_;
-};
-TORCH_MODULE(RmsNormLayer);
-
 class LlamaEmbedding : public GptLayerImpl {
  public:
-  LlamaEmbedding(const GptConfig& c, uint64_t seed, torch::Dtype dtype) {
-    embed_tokens =
-        register_parameter("embed_tokens", NormalInit({c.vocab_size, c.n_embd}, 0.02, ParamSeed(seed, 0, 0), dtype));
+  LlamaEmbedding(const ModelConfig& c, uint64_t seed, torch::Dtype dtype) {
+    embed_tokens = register_parameter("embed_tokens", NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
   torch::Tensor TokenTable() const override { return embed_tokens; }
@@ -65,69 +50,11 @@ class LlamaEmbedding : public GptLayerImpl {
   DeferredGradSink* sink_ = nullptr;  // not owned
 };
 
-class LlamaBlock : public GptLayerImpl {
- public:
-  LlamaBlock(const GptConfig& c, int index, uint64_t seed, torch::Dtype dtype)
-      : H_(c.n_head), K_(c.n_kv_head), D_(c.head_dim), theta_(c.rope_theta), scaling_(c.rope_scaling), dtype_(dtype) {
-    const int64_t C = c.n_embd, F = c.n_inner;
-    const bool qkv_bias = c.attention_bias || c.qkv_bias;
-    input_layernorm = register_module("input_layernorm", RmsNormLayer(C, c.layer_norm_epsilon, dtype));
-    q_proj = register_module("q_proj", SplitLinear(C, H_ * D_, qkv_bias));
-    k_proj = register_module("k_proj", SplitLinear(C, K_ * D_, qkv_bias));
-    v_proj = register_module("v_proj", SplitLinear(C, K_ * D_, qkv_bias));
-    o_proj = register_module("o_proj", SplitLinear(H_ * D_, C, c.attention_bias));
-    post_attention_layernorm = register_module("post_attention_layernorm", RmsNormLayer(C, c.layer_norm_epsilon, dtype));
-    gate_proj = register_module("gate_proj", SplitLinear(C, F, c.mlp_bias));
-    up_proj = register_module("up_proj", SplitLinear(C, F, c.mlp_bias));
-    down_proj = register_module("down_proj", SplitLinear(F, C, c.mlp_bias));
-    int slot = 0;
-    for (SplitLinear* lin : {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj})
-      InitLinear(*lin, 0.02, ParamSeed(seed, index, slot++), dtype);
-    this->to(dtype);
-  }
-  // x (b, T, C) -> (b, T, C)
-  torch::Tensor forward(const torch::Tensor& x) override {
-    const int64_t b = x.size(0), T = x.size(1), H = H_, K = K_, D = D_, R = H_ / K_;
-    if (!cos_.defined() || cos_.size(0) != T || cos_.device() != x.device()) {
-      auto [cos, sin] = RopeCosSin(T, D, theta_, scaling_, dtype_);
-      cos_ = cos.to(x.device()).unsqueeze(1);  // (T, 1, D)
-      sin_ = sin.to(x.device()).unsqueeze(1);  // (T, 1, D)
-      mask_ = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril().logical_not();
-    }
-    torch::Tensor n1 = input_layernorm->forward(x);                                    // (b, T, C)
-    torch::Tensor q = ApplyRope(q_proj->forward(n1).view({b, T, H, D}), cos_, sin_);   // (b, T, H, D)
-    torch::Tensor k = ApplyRope(k_proj->forward(n1).view({b, T, K, D}), cos_, sin_);   // (b, T, K, D)
-    torch::Tensor v = v_proj->forward(n1).view({b, T, K, D}).transpose(1, 2);          // (b, K, T, D)
-    // Grouped-query attention without repeating K and V: the R query heads
-    // of one kv head are stacked along the rows, (b, K, R*T, D).
-    torch::Tensor qg = q.transpose(1, 2).contiguous().view({b, K, R * T, D});
-    torch::Tensor scores = qg.matmul(k.transpose(1, 2).transpose(-2, -1)) *
-                           (1.0 / std::sqrt(static_cast<double>(D)));                 // (b, K, R*T, T)
-    scores = scores.view({b, H, T, T}).masked_fill(mask_, -std::numeric_limits<double>::infinity());
-    torch::Tensor att = torch::softmax(scores, -1).view({b, K, R * T, T});            // (b, K, R*T, T)
-    torch::Tensor y = att.matmul(v).view({b, H, T, D}).transpose(1, 2).contiguous().view({b, T, H * D});
-    torch::Tensor h = x + o_proj->forward(y);                                          // (b, T, C)
-    torch::Tensor n2 = post_attention_layernorm->forward(h);                           // (b, T, C)
-    torch::Tensor m = torch::silu(gate_proj->forward(n2)) * up_proj->forward(n2);      // (b, T, F)
-    return h + down_proj->forward(m);                                                  // (b, T, C)
-  }
-  RmsNormLayer input_layernorm{nullptr}, post_attention_layernorm{nullptr};
-  SplitLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-  SplitLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
-
- private:
-  int64_t H_, K_, D_;
-  double theta_;
-  RopeScaling scaling_;
-  torch::Dtype dtype_;
-  torch::Tensor cos_, sin_, mask_;  // cached for the last T: (T, 1, D), (T, 1, D), (T, T) bool (true = masked)
-};
-
 class LlamaHead : public GptLayerImpl {
  public:
-  LlamaHead(const GptConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
-    norm = register_module("norm", RmsNormLayer(c.n_embd, c.layer_norm_epsilon, dtype));
-    lm_head = register_module("lm_head", SplitLinear(c.n_embd, c.vocab_size, false));
+  LlamaHead(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
+    norm = register_module("norm", RmsNormLayer(c.hidden, c.norm_eps, dtype));
+    lm_head = register_module("lm_head", SplitLinear(c.hidden, c.vocab, false));
     InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
     this->to(dtype);
     if (c.tied) InitTiedReplica(lm_head, c, seed, dtype);
@@ -149,6 +76,54 @@ class LlamaHead : public GptLayerImpl {
 };
 
 }  // namespace
+
+LlamaBlock::LlamaBlock(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype)
+    : H_(c.num_heads), K_(c.num_kv_heads), D_(c.head_dim), theta_(c.rope_theta), scaling_(c.rope_scaling),
+      dtype_(dtype) {
+  const int64_t C = c.hidden, F = c.ffn;
+  const bool qkv_bias = c.attention_bias || c.qkv_bias;
+  input_layernorm = register_module("input_layernorm", RmsNormLayer(C, c.norm_eps, dtype));
+  q_proj = register_module("q_proj", SplitLinear(C, H_ * D_, qkv_bias));
+  k_proj = register_module("k_proj", SplitLinear(C, K_ * D_, qkv_bias));
+  v_proj = register_module("v_proj", SplitLinear(C, K_ * D_, qkv_bias));
+  o_proj = register_module("o_proj", SplitLinear(H_ * D_, C, c.attention_bias));
+  post_attention_layernorm = register_module("post_attention_layernorm", RmsNormLayer(C, c.norm_eps, dtype));
+  gate_proj = register_module("gate_proj", SplitLinear(C, F, c.mlp_bias));
+  up_proj = register_module("up_proj", SplitLinear(C, F, c.mlp_bias));
+  down_proj = register_module("down_proj", SplitLinear(F, C, c.mlp_bias));
+  int slot = 0;
+  for (SplitLinear* lin : {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj})
+    InitLinear(*lin, 0.02, ParamSeed(seed, index, slot++), dtype);
+  this->to(dtype);
+}
+
+torch::Tensor LlamaBlock::forward(const torch::Tensor& x) {
+  const int64_t b = x.size(0), T = x.size(1), H = H_, K = K_, D = D_, R = H_ / K_;
+  if (!cos_.defined() || cos_.size(0) != T || cos_.device() != x.device()) {
+    auto [cos, sin] = RopeCosSin(T, D, theta_, scaling_, dtype_);
+    cos_ = cos.to(x.device()).unsqueeze(1);  // (T, 1, D)
+    sin_ = sin.to(x.device()).unsqueeze(1);  // (T, 1, D)
+    mask_ = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril().logical_not();
+  }
+  torch::Tensor n1 = input_layernorm->forward(x);                                     // (b, T, C)
+  torch::Tensor q = QueryKeyNorm(q_proj->forward(n1).view({b, T, H, D}), /*key=*/false);  // (b, T, H, D)
+  torch::Tensor k = QueryKeyNorm(k_proj->forward(n1).view({b, T, K, D}), /*key=*/true);   // (b, T, K, D)
+  q = ApplyRope(q, cos_, sin_);                                                       // (b, T, H, D)
+  k = ApplyRope(k, cos_, sin_);                                                       // (b, T, K, D)
+  torch::Tensor v = v_proj->forward(n1).view({b, T, K, D}).transpose(1, 2);           // (b, K, T, D)
+  // Grouped-query attention without repeating K and V: the R query heads
+  // of one kv head are stacked along the rows, (b, K, R*T, D).
+  torch::Tensor qg = q.transpose(1, 2).contiguous().view({b, K, R * T, D});
+  torch::Tensor scores = qg.matmul(k.transpose(1, 2).transpose(-2, -1)) *
+                         (1.0 / std::sqrt(static_cast<double>(D)));                  // (b, K, R*T, T)
+  scores = scores.view({b, H, T, T}).masked_fill(mask_, -std::numeric_limits<double>::infinity());
+  torch::Tensor att = torch::softmax(scores, -1).view({b, K, R * T, T});             // (b, K, R*T, T)
+  torch::Tensor y = att.matmul(v).view({b, H, T, D}).transpose(1, 2).contiguous().view({b, T, H * D});
+  torch::Tensor h = x + o_proj->forward(y);                                           // (b, T, C)
+  torch::Tensor n2 = post_attention_layernorm->forward(h);                            // (b, T, C)
+  torch::Tensor m = torch::silu(gate_proj->forward(n2)) * up_proj->forward(n2);       // (b, T, F)
+  return h + down_proj->forward(m);                                                   // (b, T, C)
+}
 
 torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
   return RmsNormFunction::apply(x, weight, eps);
@@ -200,9 +175,9 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
   return x * cos + rot * sin;
 }
 
-std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const GptConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
+std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const ModelConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
   if (index == 0) return std::make_shared<LlamaEmbedding>(config, seed, dtype);
-  if (index == config.NumLayers() - 1) return std::make_shared<LlamaHead>(config, index, seed, dtype);
+  if (index == LayerCount(config) - 1) return std::make_shared<LlamaHead>(config, index, seed, dtype);
   return std::make_shared<LlamaBlock>(config, index, seed, dtype);
 }
 

@@ -1,10 +1,11 @@
 // LibTorch Llama-family decoder (llama, mistral, qwen2 configs), built layer
 // by layer like the GPT of gpt.h and with the same stage interface: a
-// GptConfig of family kLlama makes MakeGptLayer / GptStage build these
-// layers. Layer list (identical to models/spec's BuildLayerList):
+// ModelConfig of family llama makes MakeGptLayer / GptStage build these
+// layers (the family's row of models/torch/families.cc); Qwen3 (qwen3.cc)
+// reuses them with its own block. Layer list (models/spec LayerNames):
 //   index 0     "embedding"  token embedding only (no position table)
 //   index 1..N  "block.0" .. "block.N-1"
-//   index N+1   "head"       final RMSNorm + LM head (untied)
+//   index N+1   "head"       final RMSNorm + LM head (tied or untied, gpt.h)
 // Block (transformers LlamaDecoderLayer's computation, written here):
 //   h = x + o_proj(Attn(RoPE(q_proj(n1)), RoPE(k_proj(n1)), v_proj(n1))),
 //       n1 = RMSNorm_1(x)
@@ -23,8 +24,8 @@
 #include <memory>
 #include <utility>
 
+#include "models/spec/model_config.h"
 #include "models/torch/gpt.h"
-#include "models/torch/gpt_config.h"
 
 namespace pw::models {
 
@@ -55,12 +56,59 @@ std::pair<torch::Tensor, torch::Tensor> RopeCosSin(int64_t T, int64_t head_dim, 
 // for x (b, T, H, D)).
 torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
+// RMSNorm module: weight (C), initialised to 1 (HF LlamaRMSNorm).
+// forward: x (..., C) -> (..., C), RmsNorm above.
+class RmsNormLayerImpl : public torch::nn::Module {
+ public:
+  RmsNormLayerImpl(int64_t C, double eps, torch::Dtype dtype) : eps_(eps) {
+    weight = register_parameter("weight", torch::ones({C}, torch::TensorOptions().dtype(dtype)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return RmsNorm(x, weight, eps_); }
+  torch::Tensor weight;  // (C)
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RmsNormLayer);
+
+// The Llama decoder block (the computation above). Parameter names follow
+// HF's: input_layernorm, q_proj, k_proj, v_proj, o_proj,
+// post_attention_layernorm, gate_proj, up_proj, down_proj. A family whose
+// block differs only in what happens to q and k between their projections
+// and RoPE (Qwen3's per-head RMSNorm) derives from it and overrides
+// QueryKeyNorm.
+class LlamaBlock : public GptLayerImpl {
+ public:
+  LlamaBlock(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
+  // x (b, T, C) -> (b, T, C)
+  torch::Tensor forward(const torch::Tensor& x) override;
+
+  RmsNormLayer input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  SplitLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  SplitLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+
+ protected:
+  // q (b, T, H, D) when !key, k (b, T, K, D) when key, straight from their
+  // projections; returns what RoPE turns, same shape. Llama: unchanged.
+  virtual torch::Tensor QueryKeyNorm(const torch::Tensor& x, bool key) {
+    (void)key;
+    return x;
+  }
+
+ private:
+  int64_t H_, K_, D_;
+  double theta_;
+  RopeScaling scaling_;
+  torch::Dtype dtype_;
+  torch::Tensor cos_, sin_, mask_;  // cached for the last T: (T, 1, D), (T, 1, D), (T, T) bool (true = masked)
+};
+
 // Builds layer `index` of a Llama-family model with deterministic initial
 // values depending only on (seed, index) (as HF LlamaPreTrainedModel:
 // N(0, 0.02) weights, zero biases, RMSNorm weights 1). Parameter names
-// follow HF's: embed_tokens; input_layernorm, q_proj, k_proj, v_proj,
-// o_proj, post_attention_layernorm, gate_proj, up_proj, down_proj; norm,
-// lm_head. REQUIRES: config.family == kLlama, 0 <= index < NumLayers().
-std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const GptConfig& config, int index, uint64_t seed, torch::Dtype dtype);
+// follow HF's: embed_tokens; the block's above; norm, lm_head.
+// REQUIRES: 0 <= index < LayerCount(model); a Llama-style model
+// (CheckExecutorModel).
+std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
 
 }  // namespace pw::models

@@ -193,7 +193,7 @@ inline std::vector<NamedValues> ExpectMatchesReference(const Plan& plan, const s
     // The reference's head uses the token table itself; the pipeline's last
     // stage holds a replica "head.lm_head.weight" that must equal it (value
     // and gradient: the sum of both uses).
-    const std::string table = plan.model->family == ModelFamily::kLlama ? "embedding.embed_tokens" : "embedding.wte";
+    const std::string& table = FamilyInfo(plan.model->family).token_table;
     for (auto* list : {&ref.grads_after_first, &ref.params_after_last}) {
       for (const NamedValues& nv : *list)
         if (nv.name == table) {

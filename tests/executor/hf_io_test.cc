@@ -4,7 +4,9 @@
 // identical; a GPT-2 directory written here in HF's Conv1D layout (without
 // the "transformer." prefix) loads exactly; a missing tensor, a wrong shape
 // and another model's config.json are refused on every rank, naming them; a
-// BF16/F16 directory converts exactly.
+// BF16/F16 directory converts exactly. Qwen3 directories transformers wrote
+// (tests/testdata/qwen3): the pipeline's first-step loss equals transformers'.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -28,6 +30,66 @@ void OnRanks(int world, const std::function<void(int, Communicator&)>& fn) {
       fn(r, comm);
     });
   for (auto& t : threads) t.join();
+}
+
+// Qwen3 directories written by transformers' save_pretrained (tied and
+// untied; tests/testdata/qwen3/make_fixtures.py, optional, not run here),
+// loaded into the pipeline (P=2, 1F1B, 2 microbatches of 2 rows, T=16,
+// float32) by InitFromHf: the loss of the fixture's 4 rows (docs/DATA.md
+// windows of tokens.u16, in order) against transformers' loss of the same
+// rows, relative difference <= 1e-4 (fp32 round-off: different summation
+// orders; printed).
+TEST(Qwen3Transformers, FirstStepLossEqualsTransformers) {
+  const std::string root = std::string(PW_SOURCE_DIR) + "/tests/testdata/qwen3";
+  auto expected = ReadJsonFile(root + "/expected.json");
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  const int rows = (*expected)["rows"].get<int>(), seq = (*expected)["seq"].get<int>();
+  std::ifstream in(root + "/tokens.u16", std::ios::binary);
+  std::vector<int64_t> tokens;
+  for (unsigned char b[2]; in.read(reinterpret_cast<char*>(b), 2);) tokens.push_back(b[0] | (b[1] << 8));
+  ASSERT_EQ(tokens.size(), static_cast<size_t>(rows * seq + 1));
+  TokenBatch batch;
+  batch.rows = rows;
+  batch.seq = seq;
+  for (int r = 0; r < rows; ++r)
+    for (int t = 0; t < seq; ++t) {
+      batch.inputs.push_back(tokens[r * seq + t]);
+      batch.targets.push_back(tokens[r * seq + t + 1]);
+    }
+  double worst = 0;
+  for (const char* variant : {"tied", "untied"}) {
+    auto config = ReadJsonFile(root + "/" + variant + "/config.json");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    PlanSpec spec;
+    spec.schedule = "1f1b";
+    spec.pp_size = 2;
+    spec.num_microbatches = 2;
+    spec.model = *config;
+    spec.seq_length = seq;
+    spec.micro_batch_size = rows / 2;
+    spec.bytes_per_element = 4;
+    StatusOr<Plan> plan = BuildPlan(spec);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_EQ(plan->model->family, ModelFamily::kQwen3);
+    std::vector<double> loss(2, -1);
+    OnRanks(2, [&](int r, Communicator& comm) {
+      auto engine = Engine::Create(*plan, comm, EngineOptions{});
+      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+      Status st = (*engine)->InitFromHf(root + "/" + variant);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      auto report = (*engine)->Step(batch, /*apply_optimizer=*/false);
+      ASSERT_TRUE(report.ok()) << report.status().ToString();
+      loss[r] = report->loss;
+    });
+    const double theirs = (*expected)[variant].get<double>();
+    const double rel = std::fabs(loss[0] - theirs) / theirs;
+    std::printf("qwen3 %s: first-step loss pipewright %.9f transformers %.9f relative difference %.3e\n", variant,
+                loss[0], theirs, rel);
+    EXPECT_EQ(loss[0], loss[1]) << variant;
+    EXPECT_LE(rel, 1e-4) << variant;
+    worst = std::max(worst, rel);
+  }
+  std::printf("qwen3 vs transformers: worst relative difference %.3e\n", worst);
 }
 
 const char kLlama[] = R"({"model_type": "llama", "num_hidden_layers": 3, "hidden_size": 32,

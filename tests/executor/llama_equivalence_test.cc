@@ -3,7 +3,9 @@
 // family: grouped-query attention (kv heads < heads, and one kv head),
 // attention and MLP biases, qwen2's q/k/v-only biases, an explicit head_dim
 // (H D != C), RoPE scaling of types llama3 and linear (the latter through
-// transformers 5.x `rope_parameters`). Under zero-bubble schedules every
+// transformers 5.x `rope_parameters`); and Qwen3 (models/torch/qwen3.cc:
+// per-head RMSNorm of q and k before RoPE, head_dim != hidden / heads, tied
+// and untied, with and without attention_bias). Under zero-bubble schedules every
 // weight GEMM (q, k, v, o, gate, up, down, lm_head) and the embedding's
 // scatter-add go through the deferred I/W split. After one step: loss and
 // every parameter's gradient; after 3 AdamW steps: every parameter.
@@ -93,6 +95,86 @@ TEST_P(LlamaEquivalenceTest, MatchesSingleProcess) {
     EXPECT_GT(max_abs, 0.0) << CaseName(c) << ": " << nv.name << " has a zero gradient";
   }
 }
+
+// Qwen3 configs (4 blocks each): the family's own block (q_norm, k_norm)
+// through every schedule family.
+std::vector<std::pair<std::string, nlohmann::json>> Qwen3Configs() {
+  return {
+      // head_dim 6: q is 4 x 6 = 24 wide against hidden 16; tied head.
+      {"qwen3-gqa-hd6-tied", nlohmann::json::parse(R"({"model_type": "qwen3", "num_hidden_layers": 4,
+          "hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 6,
+          "intermediate_size": 24, "max_position_embeddings": 16, "vocab_size": 300, "rms_norm_eps": 1e-6,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}, "tie_word_embeddings": true,
+          "sliding_window": null, "use_sliding_window": false})")},
+      // attention_bias (q, k, v and o: Qwen3Attention), MQA, untied.
+      {"qwen3-mqa-bias-untied", nlohmann::json::parse(R"({"model_type": "qwen3", "num_hidden_layers": 4,
+          "hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 8,
+          "intermediate_size": 20, "max_position_embeddings": 16, "vocab_size": 256, "attention_bias": true,
+          "tie_word_embeddings": false})")},
+  };
+}
+
+struct Qwen3Case {
+  std::string schedule;
+  int pp;
+  int m;
+  int config;  // index into Qwen3Configs()
+};
+
+std::string CaseName(const Qwen3Case& c) {
+  return Qwen3Configs()[c.config].first + " " + c.schedule + " P=" + std::to_string(c.pp) + " m=" +
+         std::to_string(c.m);
+}
+
+void PrintTo(const Qwen3Case& c, std::ostream* os) { *os << CaseName(c); }
+
+// Every registered family x P in {2, 3} x m in {1, P + 1}, the two configs
+// alternating.
+std::vector<Qwen3Case> AllQwen3Cases() {
+  std::vector<Qwen3Case> cases;
+  int i = 0;
+  for (const std::string& family : ScheduleNames())
+    for (int p : {2, 3})
+      for (int m : {1, p + 1}) cases.push_back({family, p, m, i++ % 2});
+  return cases;
+}
+
+class Qwen3EquivalenceTest : public ::testing::TestWithParam<Qwen3Case> {};
+
+TEST_P(Qwen3EquivalenceTest, MatchesSingleProcess) {
+  const Qwen3Case& c = GetParam();
+  PlanSpec spec;
+  spec.schedule = c.schedule;
+  spec.pp_size = c.pp;
+  spec.num_microbatches = c.m;
+  spec.model = Qwen3Configs()[c.config].second;
+  spec.seq_length = kSeq;
+  spec.micro_batch_size = 2;
+  spec.bytes_per_element = 8;
+  StatusOr<Plan> plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << CaseName(c) << ": cannot build the plan: " << plan.status().ToString();
+  ASSERT_EQ(plan->model->family, ModelFamily::kQwen3);
+  std::vector<TokenBatch> batches;
+  for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(2 * c.m, kSeq, 500 + i));
+  const std::vector<NamedValues> grads = ExpectMatchesReference(*plan, batches, CaseName(c), kTolerance);
+  ASSERT_FALSE(grads.empty()) << CaseName(c) << ": no rank finished";
+  int norms = 0;
+  for (const NamedValues& nv : grads) {
+    double max_abs = 0;
+    for (double v : nv.values) max_abs = std::max(max_abs, std::fabs(v));
+    EXPECT_GT(max_abs, 0.0) << CaseName(c) << ": " << nv.name << " has a zero gradient";
+    norms += nv.name.find("q_norm") != std::string::npos || nv.name.find("k_norm") != std::string::npos;
+  }
+  EXPECT_GT(norms, 0) << CaseName(c) << ": no q/k norm gradient compared";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFamilies, Qwen3EquivalenceTest, ::testing::ValuesIn(AllQwen3Cases()),
+                         [](const ::testing::TestParamInfo<Qwen3Case>& info) {
+                           std::string n = CaseName(info.param);
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n + "_" + std::to_string(info.index);
+                         });
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, LlamaEquivalenceTest, ::testing::ValuesIn(AllLlamaCases()),
                          [](const ::testing::TestParamInfo<LlamaCase>& info) {

@@ -97,6 +97,17 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
   cases.push_back({"demo model, tied head, one stage", cases.back().config, 1});
   cases.push_back({"llama GQA, tied head", cases[2].config, 3});
   cases.back().config["tie_word_embeddings"] = true;
+  // Qwen3: the planner's 2 d q/k norm weights per block (its registry row's
+  // footprint terms) are the executor's q_norm and k_norm tensors.
+  cases.push_back({"qwen3 GQA, head_dim 12, tied head",
+                   nlohmann::json::parse(R"({"model_type": "qwen3", "num_hidden_layers": 3, "hidden_size": 32,
+                                             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12,
+                                             "intermediate_size": 56, "max_position_embeddings": 32,
+                                             "vocab_size": 256, "tie_word_embeddings": true})"),
+                   3});
+  cases.push_back({"qwen3 untied, attention_bias", cases.back().config, 2});
+  cases.back().config["tie_word_embeddings"] = false;
+  cases.back().config["attention_bias"] = true;
   // Shipped GPT-2-family configs, at most 2 blocks each (the embedding and
   // head are full size). gpt3-175b is left out: its embedding alone is 617 M
   // parameters (2.5 GB in float32), too much for a unit test.
@@ -166,6 +177,12 @@ TEST(StageBytes, PlannedActivationBytesMatchTheCountingAllocator) {
       {"qwen2 MQA", nlohmann::json::parse(
            R"({"model_type": "qwen2", "num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 4,
                "num_key_value_heads": 1, "head_dim": 48, "intermediate_size": 256, "max_position_embeddings": 64,
+               "vocab_size": 256})")},
+      // Qwen3: the q/k norms keep their inputs, s b (a + k) d (the family's
+      // footprint terms, models/spec/model_family.cc).
+      {"qwen3 GQA hd48", nlohmann::json::parse(
+           R"({"model_type": "qwen3", "num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 48, "intermediate_size": 256, "max_position_embeddings": 64,
                "vocab_size": 256})")},
   };
   for (const auto& [model_name, demo] : models)

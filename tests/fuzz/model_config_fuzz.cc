@@ -1,13 +1,14 @@
 // Hugging Face config.json (models/spec/model_config.h ParseModelConfig, the
-// reader of `plan --model-config`) and the executor's reader built on it
-// (models/torch/gpt_config.h, torch-free): parse, then the layer list,
-// parameter count and footprints the planner computes, and the config.json
-// writer (`export`), whose output must read back as the same model.
+// one reader: `plan --model-config`, `profile`) and the executor's check of
+// what it builds (models/torch/executor_model.h, torch-free): parse, then the
+// layer list, parameter count and footprints the planner computes, and the
+// config.json writer (`export`), whose output must read back as the same
+// model.
 #include "base/json_text.h"
 #include "models/spec/footprint.h"
 #include "models/spec/hf_weights.h"
 #include "models/spec/model_config.h"
-#include "models/torch/gpt_config.h"
+#include "models/torch/executor_model.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace pw;
@@ -18,8 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::CheckPrintable(doc.status().message());
     return 0;
   }
-  StatusOr<models::GptConfig> gpt = models::ParseGptConfig(*doc, "config.json");
-  if (!gpt.ok()) fuzz::CheckPrintable(gpt.status().message());
   StatusOr<ModelConfig> model = ParseModelConfig(*doc, "config.json");
   if (!model.ok()) {
     fuzz::CheckPrintable(model.status().message());
@@ -29,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Check(again.ok(), "a written config.json does not read back", again.ok() ? "" : again.status().message());
   Status same = CheckSameModel(*model, *again, "written config.json");
   fuzz::Check(same.ok(), "config.json round trip changes the model", same.message());
-  (void)models::GptFromModel(*model, "config.json");
+  Status buildable = models::CheckExecutorModel(*model, "config.json");
+  if (!buildable.ok()) fuzz::CheckPrintable(buildable.message());
   (void)TotalParameters(*model);
   const std::vector<LayerSpec> layers = BuildLayerList(*model);
   TrainingShape shape;

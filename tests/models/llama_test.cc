@@ -2,11 +2,20 @@
 // closed forms: RoPE as a 2x2 rotation per channel pair (Su et al. 2021,
 // "RoFormer" §3.4, HF's rotate_half layout), the scaled inverse frequencies
 // (linear; Llama 3.1's three bands), and the RMSNorm custom backward against
-// LibTorch autograd of the plain formula (Zhang & Sennrich 2019).
+// LibTorch autograd of the plain formula (Zhang & Sennrich 2019). And the
+// family table's LibTorch side: one builder row per registry family, in its
+// order; the Qwen3 block (qwen3.cc) against the formula of transformers'
+// Qwen3Attention written here with plain tensor ops from the block's own
+// parameters (per-head RMSNorm of q and k before RoPE), output and input
+// gradient in fp64.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
 
+#include "models/spec/model_family.h"
+#include "models/torch/gpt.h"
 #include "models/torch/llama.h"
 
 namespace pw::models {
@@ -105,6 +114,117 @@ TEST(RmsNormTest, CustomBackwardEqualsAutogradOfTheFormula) {
   EXPECT_TRUE(torch::allclose(y, y2, 1e-14, 1e-14));
   EXPECT_TRUE(torch::allclose(g[0], g2[0], 1e-12, 1e-13)) << (g[0] - g2[0]).abs().max().item<double>();
   EXPECT_TRUE(torch::allclose(g[1], g2[1], 1e-12, 1e-13)) << (g[1] - g2[1]).abs().max().item<double>();
+}
+
+TEST(FamilyLayers, OneBuilderPerRegistryFamilyInItsOrder) {
+  const auto& spec = ModelFamilies();
+  const auto& torch_side = FamilyLayerBuilders();
+  ASSERT_EQ(torch_side.size(), spec.size());
+  for (size_t i = 0; i < spec.size(); ++i) {
+    EXPECT_EQ(torch_side[i].family, spec[i].family) << spec[i].name;
+    EXPECT_NE(torch_side[i].build, nullptr) << spec[i].name;
+  }
+}
+
+ModelConfig TinyQwen3(bool tied) {
+  ModelConfig m;
+  m.family = ModelFamily::kQwen3;
+  m.num_layers = 2;
+  m.hidden = 24;
+  m.num_heads = 4;
+  m.num_kv_heads = 2;
+  m.head_dim = 10;  // H D = 40 != C = 24
+  m.ffn = 32;
+  m.vocab = 50;
+  m.max_positions = 16;
+  m.tied = tied;
+  m.gated_mlp = true;
+  m.layer_norm = false;
+  m.norm_eps = 1e-6;
+  m.rope_theta = 1000000.0;
+  return m;
+}
+
+// The parameters of the Qwen3 layers: Llama's plus q_norm and k_norm (D) in
+// each block, and every HF name they map to is distinct.
+TEST(Qwen3Layers, ParametersAreLlamasPlusPerHeadNorms) {
+  const ModelConfig m = TinyQwen3(false);
+  GptStage stage(m, 0, LayerCount(m), 1, torch::kDouble);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& [name, t] : stage->NamedParameters()) shapes[name] = t.sizes().vec();
+  EXPECT_EQ(shapes.at("block.1.q_norm.weight"), (std::vector<int64_t>{10}));
+  EXPECT_EQ(shapes.at("block.0.k_norm.weight"), (std::vector<int64_t>{10}));
+  EXPECT_EQ(shapes.at("block.0.q_proj.weight"), (std::vector<int64_t>{40, 24}));
+  EXPECT_EQ(shapes.at("block.0.k_proj.weight"), (std::vector<int64_t>{20, 24}));
+  EXPECT_EQ(shapes.at("block.0.o_proj.weight"), (std::vector<int64_t>{24, 40}));
+  EXPECT_EQ(shapes.count("block.0.q_proj.bias"), 0u);
+  EXPECT_EQ(shapes.size(), 1u + 2u * 11u + 2u);  // embed_tokens; 11 per block; norm, lm_head
+}
+
+// Qwen3Attention's formula (transformers modeling_qwen3.py), from the block's
+// parameters: plain ops, repeated K/V heads, float64. Without `qk_norm`:
+// Llama's.
+torch::Tensor Qwen3BlockFormula(const ModelConfig& m, const std::map<std::string, torch::Tensor>& p,
+                                const torch::Tensor& x, bool qk_norm = true) {
+  const int64_t b = x.size(0), T = x.size(1), H = m.num_heads, K = m.num_kv_heads, D = m.head_dim;
+  auto rms = [&](const torch::Tensor& v, const torch::Tensor& w) {
+    return v / torch::sqrt(v.pow(2).mean(-1, true) + m.norm_eps) * w;
+  };
+  auto rope = [&](const torch::Tensor& v) {  // v (b, heads, T, D)
+    torch::Tensor inv = torch::pow(m.rope_theta, -torch::arange(0, D, 2, torch::kDouble) / double(D));  // (D/2)
+    torch::Tensor ang = torch::outer(torch::arange(T, torch::kDouble), inv);                           // (T, D/2)
+    torch::Tensor cos = torch::cat({ang, ang}, -1).cos(), sin = torch::cat({ang, ang}, -1).sin();      // (T, D)
+    torch::Tensor half = torch::cat({-v.narrow(-1, D / 2, D / 2), v.narrow(-1, 0, D / 2)}, -1);
+    return v * cos + half * sin;
+  };
+  torch::Tensor n1 = rms(x, p.at("input_layernorm.weight"));
+  torch::Tensor q = torch::matmul(n1, p.at("q_proj.weight").t()).view({b, T, H, D});
+  torch::Tensor k = torch::matmul(n1, p.at("k_proj.weight").t()).view({b, T, K, D});
+  if (qk_norm) {
+    q = rms(q, p.at("q_norm.weight"));
+    k = rms(k, p.at("k_norm.weight"));
+  }
+  torch::Tensor v = torch::matmul(n1, p.at("v_proj.weight").t()).view({b, T, K, D}).transpose(1, 2);
+  q = rope(q.transpose(1, 2));                                  // (b, H, T, D)
+  k = rope(k.transpose(1, 2)).repeat_interleave(H / K, 1);      // (b, H, T, D)
+  v = v.repeat_interleave(H / K, 1);                            // (b, H, T, D)
+  torch::Tensor s = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(D));
+  s = s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -INFINITY);
+  torch::Tensor y = torch::matmul(torch::softmax(s, -1), v).transpose(1, 2).reshape({b, T, H * D});
+  torch::Tensor h = x + torch::matmul(y, p.at("o_proj.weight").t());
+  torch::Tensor n2 = rms(h, p.at("post_attention_layernorm.weight"));
+  torch::Tensor g = torch::silu(torch::matmul(n2, p.at("gate_proj.weight").t())) *
+                    torch::matmul(n2, p.at("up_proj.weight").t());
+  return h + torch::matmul(g, p.at("down_proj.weight").t());
+}
+
+TEST(Qwen3Layers, BlockEqualsTheFormula) {
+  const ModelConfig m = TinyQwen3(true);
+  auto block = MakeGptLayer(m, 1, 3, torch::kDouble);
+  std::map<std::string, torch::Tensor> p;
+  {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(11);
+    for (auto& item : block->named_parameters()) {
+      // Norm weights away from their initial 1, so that a swapped or missing
+      // q/k norm shows.
+      if (item.key().find("norm") != std::string::npos) item.value().copy_(torch::rand_like(item.value()) + 0.5);
+      p[item.key()] = item.value().detach().clone();
+    }
+  }
+  torch::Tensor x = torch::randn({2, 7, 24}, torch::kDouble).requires_grad_(true);
+  torch::Tensor x2 = x.detach().clone().requires_grad_(true);
+  torch::Tensor y = block->forward(x), y2 = Qwen3BlockFormula(m, p, x2);
+  torch::Tensor dy = torch::randn(y.sizes(), torch::kDouble);
+  torch::Tensor dx = torch::autograd::grad({y}, {x}, {dy})[0], dx2 = torch::autograd::grad({y2}, {x2}, {dy})[0];
+  const double worst_y = (y - y2).abs().max().item<double>() / y2.abs().max().item<double>();
+  const double worst_dx = (dx - dx2).abs().max().item<double>() / dx2.abs().max().item<double>();
+  std::printf("qwen3 block vs formula, fp64: worst relative difference output %.3e, input gradient %.3e\n", worst_y,
+              worst_dx);
+  EXPECT_LE(worst_y, 1e-13);
+  EXPECT_LE(worst_dx, 1e-12);
+  // Without its q/k norms (Llama's block) it is another function.
+  EXPECT_GT((Qwen3BlockFormula(m, p, x2, /*qk_norm=*/false) - y2).abs().max().item<double>(), 1e-3);
 }
 
 }  // namespace

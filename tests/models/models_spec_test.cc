@@ -187,12 +187,28 @@ TEST(ModelConfigs, LlamaFamilyBadInputNamesTheField) {
   EXPECT_TRUE(ParseModelConfig(c, "x.json").ok());
   c["sliding_window"] = nullptr;  // Mistral 7B v0.2+
   EXPECT_TRUE(ParseModelConfig(c, "x.json").ok());
-  c["model_type"] = "qwen2";  // Qwen2 ships a window it does not use
-  c["sliding_window"] = 4;
-  c["use_sliding_window"] = false;
-  EXPECT_TRUE(ParseModelConfig(c, "x.json").ok());
-  c["use_sliding_window"] = true;
-  ExpectRefusedNaming(c, "sliding_window");
+  // Qwen2 and Qwen3 ship a window they do not use: transformers
+  // Qwen2Config / Qwen3Config slide only with use_sliding_window, in the
+  // layers layer_types marks (by default from max_window_layers, default
+  // 28, on).
+  for (const char* type : {"qwen2", "qwen3"}) {
+    c = SmallLlama();  // 2 layers
+    c["model_type"] = type;
+    c["sliding_window"] = 4;
+    c["use_sliding_window"] = false;
+    EXPECT_TRUE(ParseModelConfig(c, "x.json").ok()) << type;
+    c["use_sliding_window"] = true;  // max_window_layers 28 >= 2 layers: no layer slides
+    EXPECT_TRUE(ParseModelConfig(c, "x.json").ok()) << type;
+    c["max_window_layers"] = 1;  // the second layer slides
+    ExpectRefusedNaming(c, "sliding_window");
+    c["max_window_layers"] = 2;
+    EXPECT_TRUE(ParseModelConfig(c, "x.json").ok()) << type;
+    c["layer_types"] = {"full_attention", "sliding_attention"};  // what transformers writes wins
+    ExpectRefusedNaming(c, "sliding_window");
+    c["layer_types"] = {"full_attention", "full_attention"};
+    c["max_window_layers"] = 0;
+    EXPECT_TRUE(ParseModelConfig(c, "x.json").ok()) << type;
+  }
 }
 
 TEST(ModelConfigs, RopeScalingOfBothTransformersVersions) {

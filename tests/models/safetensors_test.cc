@@ -310,6 +310,20 @@ TEST(HfWeights, NameTable) {
   auto bad = HfNameOf(ModelFamily::kGpt2, "block.0.q_proj.weight");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("block.0.q_proj.weight"), std::string::npos);
+  // Qwen3 (transformers Qwen3Attention): Llama's names, plus the per-head
+  // q/k norms inside self_attn; Llama has no such parameters.
+  EXPECT_EQ(HfNameOf(ModelFamily::kQwen3, "block.7.q_norm.weight")->name, "model.layers.7.self_attn.q_norm.weight");
+  EXPECT_EQ(HfNameOf(ModelFamily::kQwen3, "block.0.k_norm.weight")->name, "model.layers.0.self_attn.k_norm.weight");
+  EXPECT_EQ(HfNameOf(ModelFamily::kQwen3, "block.1.v_proj.weight")->name, "model.layers.1.self_attn.v_proj.weight");
+  EXPECT_EQ(HfNameOf(ModelFamily::kQwen3, "head.lm_head.weight")->name, "lm_head.weight");
+  auto tied = HfNameOf(ModelFamily::kQwen3, "head.lm_head.weight", /*tied=*/true);
+  ASSERT_TRUE(tied.ok());
+  EXPECT_EQ(tied->candidates, (std::vector<std::string>{"model.embed_tokens.weight", "lm_head.weight"}));
+  bad = HfNameOf(ModelFamily::kLlama, "block.0.q_norm.weight");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'block.0.q_norm.weight' has no Hugging Face name in a llama model"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 TEST(HfWeights, ConfigRoundTripsAndDifferencesAreNamed) {
@@ -344,6 +358,27 @@ TEST(HfWeights, ConfigRoundTripsAndDifferencesAreNamed) {
   EXPECT_EQ(HfConfigJson(*g)["activation_function"], "gelu");
   st = CheckSameModel(*g, *m, "m");
   EXPECT_NE(st.message().find("'model_type'"), std::string::npos) << st.message();
+  // Qwen3, tied, head_dim 32 against hidden 64 / 4 heads: written as model_type
+  // qwen3 with its head_dim, read back the same; a Llama of the same sizes is
+  // another model.
+  const nlohmann::json qwen3 = nlohmann::json::parse(R"({"model_type": "qwen3", "num_hidden_layers": 2,
+      "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+      "intermediate_size": 96, "max_position_embeddings": 32, "vocab_size": 300, "tie_word_embeddings": true,
+      "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "sliding_window": null, "use_sliding_window": false})");
+  auto q = ParseModelConfig(qwen3, "q");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  const nlohmann::json qjson = HfConfigJson(*q);
+  EXPECT_EQ(qjson["model_type"], "qwen3");
+  EXPECT_EQ(qjson["architectures"], nlohmann::json::array({"Qwen3ForCausalLM"}));
+  EXPECT_EQ(qjson["head_dim"], 32);
+  auto qback = ParseModelConfig(qjson, "q2");
+  ASSERT_TRUE(qback.ok()) << qback.status().ToString();
+  EXPECT_TRUE(CheckSameModel(*q, *qback, "q2").ok()) << CheckSameModel(*q, *qback, "q2").ToString();
+  nlohmann::json as_llama = qwen3;
+  as_llama["model_type"] = "llama";
+  st = CheckSameModel(*q, *ParseModelConfig(as_llama, "l"), "l");
+  EXPECT_NE(st.message().find("l: field 'model_type' is llama but the plan's model has qwen3"), std::string::npos)
+      << st.message();
 }
 
 }  // namespace
