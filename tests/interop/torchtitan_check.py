@@ -13,7 +13,9 @@ Usage: torchtitan_check.py PLAN.json ARGS [ARGS...]: for each arguments file
     _validate_schedule, whose stage -> rank map equals the plan's.
 Prints "OK <file>" or "FAIL <file>: <what differs>"; exits 1 on any FAIL.
 """
+import contextlib
 import csv
+import io
 import json
 import sys
 
@@ -26,7 +28,14 @@ def check(plan, path):
     from torchtitan.distributed.pipeline_parallel import _get_pp_rank_to_stage_indices_mapping
 
     args = open(path).read().split()
-    c = ConfigManager().parse_args(args)
+    # tyro prints why it refuses (a boxed message) and exits 2: keep the text.
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(captured):
+            c = ConfigManager().parse_args(args)
+    except SystemExit as e:
+        text = " ".join(line.strip(" │╭╮╰╯─") for line in captured.getvalue().splitlines())
+        return f"ConfigManager refused the file (exit {e.code}): {' '.join(text.split())}"
     p, t = c.parallelism, c.training
     tr = plan["training"]
     P, D, S, m = plan["pp_size"], plan["dp_size"], plan["num_stages"], plan["num_microbatches"]
