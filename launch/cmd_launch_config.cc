@@ -24,7 +24,9 @@ struct LaunchConfigCommandOptions {
 
 Status Run(const LaunchConfigCommandOptions& o) {
   PW_ASSIGN_OR_RETURN(const interop::LaunchTarget* target, interop::FindLaunchTarget(o.target));
-  PW_ASSIGN_OR_RETURN(Plan plan, ReadPlanFile(o.plan));
+  StatusOr<Plan> read = ReadPlanFile(o.plan);
+  if (!read.ok()) return Status(read.status().code(), "--plan: " + read.status().message());
+  const Plan& plan = *read;
   const bool to_stdout = o.output.empty() || o.output == "-";
   interop::LaunchConfigOptions options;
   options.module = o.module;

@@ -83,7 +83,7 @@ refuse "bad --for" "--for: unknown target 'deepspeed'; choose one of: torchtitan
   "$PW" launch-config --plan "$data/1f1b.json" --for deepspeed
 refuse "--module with megatron" "--module: only for --for torchtitan" \
   "$PW" launch-config --plan "$data/1f1b.json" --for megatron --module llama3
-refuse "missing plan" "nope.json" "$PW" launch-config --plan "$T/nope.json" --for megatron
+refuse "missing plan" "--plan: cannot open plan file" "$PW" launch-config --plan "$T/nope.json" --for megatron
 "$PW" schedule --schedule 1f1b --pp 2 --num-microbatches 4 --format json -o sched.json > /dev/null
 refuse "schedule-only plan" "sched.json: model: the plan has no model" \
   "$PW" launch-config --plan sched.json --for torchtitan
@@ -96,6 +96,12 @@ refuse "gpt2 for torchtitan" "model.architecture: torchtitan has no gpt2 model" 
   --num-microbatches 4 --global-batch-size 9 --model-config gpt2.json --seq-length 16 -o uneven.json > /dev/null
 refuse "unequal microbatches" "uneven.json: training.microbatch_sizes: Megatron-LM splits the local batch into equal microbatches" \
   "$PW" launch-config --plan uneven.json --for megatron
+printf '{"n_layer": 8, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2"}\n' > gpt2x8.json
+"$PW" plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp --schedule interleaved-1f1b --pp 2 \
+  --num-virtual-stages-per-pipeline-rank 2 --num-microbatches 3 --micro-batch-size 1 --model-config gpt2x8.json \
+  --seq-length 16 -o int_m3.json > /dev/null
+refuse "interleaved, m not a multiple of P, for megatron" "int_m3.json: num_microbatches: Megatron-LM's interleaved schedule runs a multiple of pipeline-model-parallel-size (2)" \
+  "$PW" launch-config --plan int_m3.json --for megatron
 # A CSV schedule needs a file to write the CSV beside.
 "$PW" launch-config --plan "$data/zb_h1.json" --for torchtitan > "$T/out.txt" 2>&1
 rc=$?
