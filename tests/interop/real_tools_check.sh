@@ -67,4 +67,23 @@ sys.exit(0 if s and any(os.path.isfile(os.path.join(l, 'core/transformer/pipelin
 else
   echo "skipped: megatron-core not installed ($py finds no megatron/core/transformer/pipeline_parallel_layer_layout.py)"
 fi
+# Megatron-LM's own argument parser (validate_args + TransformerConfig) needs
+# a source checkout (megatron/training is not on PyPI) and torch:
+# PW_MEGATRON_LM=/path/to/Megatron-LM.
+if [ -n "${PW_MEGATRON_LM:-}" ] && [ -d "$PW_MEGATRON_LM/megatron/training" ]; then
+  for plan in 1f1b interleaved_v2 interleaved_v2_even 1f1b_dp2; do
+    [ -f "$plan.mg.args" ] || "$PW" launch-config --plan "$data/$plan.json" --for megatron -o "$plan.mg.args" > /dev/null 2>&1
+    PYTHONPATH="$PW_MEGATRON_LM" "$py" "$here/megatron_args_check.py" "$data/$plan.json" "$plan.mg.args" 2> /dev/null || rc=1
+  done
+  # A layout that does not hold --num-layers layers: Megatron must refuse it.
+  sed 's/^--num-layers 32$/--num-layers 31/' interleaved_v2.mg.args > short.mg.args
+  if PYTHONPATH="$PW_MEGATRON_LM" "$py" "$here/megatron_args_check.py" "$data/interleaved_v2.json" short.mg.args 2> /dev/null \
+      | grep -q "^FAIL.*refused"; then
+    echo "(as expected: Megatron-LM refuses a layout whose layers differ from --num-layers)"
+  else
+    echo "FAIL: Megatron-LM accepted a layout of 32 layers with --num-layers 31"; rc=1
+  fi
+else
+  echo "skipped: Megatron-LM's argument check (set PW_MEGATRON_LM to a Megatron-LM checkout; needs torch)"
+fi
 exit $rc
