@@ -268,7 +268,11 @@ StatusOr<LaunchConfig> WriteTorchtitan(const Plan& plan, const std::string& src,
   out.lines.push_back({"--parallelism.pipeline_parallel_degree", Num(s.pp)});
   out.lines.push_back({"--parallelism.data_parallel_replicate_degree", Num(fsdp ? 1 : s.dp)});
   out.lines.push_back({"--parallelism.data_parallel_shard_degree", Num(fsdp ? s.dp : 1)});
-  out.lines.push_back({"--parallelism.tensor_parallel_degree", "1"});
+  out.lines.push_back({"--parallelism.tensor_parallel_degree", Num(plan.tp_size)});
+  // torchtitan's enable_sequence_parallel defaults to true; it only acts with TP.
+  if (plan.tp_size > 1)
+    out.lines.push_back({plan.sequence_parallel ? "--parallelism.enable_sequence_parallel"
+                                                : "--parallelism.no_enable_sequence_parallel"});
   out.lines.push_back({"--parallelism.pipeline_parallel_schedule", class_name});
   if (csv) out.lines.push_back({"--parallelism.pipeline_parallel_schedule_csv", o.schedule_csv_path});
   ArgLine parts = {"--parallelism.module_fqns_per_model_part"};
@@ -333,7 +337,7 @@ StatusOr<LaunchConfig> WriteMegatron(const Plan& plan, const std::string& src, c
   const ModelConfig& model = *plan.model;
   const PlanTraining& t = *plan.training;
   LaunchConfig out;
-  out.lines.push_back({"--tensor-model-parallel-size", "1"});
+  out.lines.push_back({"--tensor-model-parallel-size", Num(plan.tp_size)});
   out.lines.push_back({"--pipeline-model-parallel-size", Num(s.pp)});
   // The split: Megatron's default (even), then the first/last overrides
   // (one stage per rank), else the explicit layout.
@@ -386,12 +390,13 @@ StatusOr<LaunchConfig> WriteMegatron(const Plan& plan, const std::string& src, c
     out.lines.push_back({"--recompute-num-layers", "1"});
   }
   if (t.distributed_optimizer) out.lines.push_back({"--use-distributed-optimizer"});
+  if (plan.sequence_parallel) out.lines.push_back({"--sequence-parallel"});
   if (t.precision == Precision::kMixedBf16) out.lines.push_back({"--bf16"});
   out.lines.push_back({"--clip-grad", Real(t.clip_grad_norm)});
   out.notes.push_back("Megatron-LM runs its own " + std::string(s.v > 1 ? "interleaved 1F1B" : "1F1B") +
                       " order over the same split and microbatches, not the plan's lists; its data-parallel size is "
-                      "world size / (tensor x pipeline) = " + Num(s.dp) + " when launched on " + Num(s.pp * s.dp) +
-                      " GPUs");
+                      "world size / (tensor x pipeline) = " + Num(s.dp) + " when launched on " +
+                      Num(s.pp * s.dp * plan.tp_size) + " GPUs");
   return out;
 }
 

@@ -39,6 +39,7 @@ ok_cases=(
   "zb_h1 torchtitan"
   "1f1b_dp2 torchtitan" "1f1b_dp2 megatron"
   "v_min torchtitan"
+  "1f1b_tp2 torchtitan" "1f1b_tp2 megatron"
 )
 for c in "${ok_cases[@]}"; do
   read -r plan target <<<"$c"

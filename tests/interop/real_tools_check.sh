@@ -24,7 +24,7 @@ cd "$T" || exit 1
 rc=0
 
 if "$py" -c "import torchtitan.config" > /dev/null 2>&1; then
-  for plan in 1f1b interleaved_v2 zb_h1 1f1b_dp2 v_min; do
+  for plan in 1f1b interleaved_v2 zb_h1 1f1b_dp2 v_min 1f1b_tp2; do
     "$PW" launch-config --plan "$data/$plan.json" --for torchtitan --module llama3 --config llama3_8b \
       -o "$plan.args" > /dev/null 2>&1 || { echo "FAIL: launch-config $plan"; rc=1; continue; }
     "$py" "$here/torchtitan_check.py" "$data/$plan.json" "$plan.args" 2> "$plan.log" || { rc=1; tail -5 "$plan.log"; }
@@ -45,7 +45,7 @@ import importlib.util, os, sys
 s = importlib.util.find_spec('megatron')
 sys.exit(0 if s and any(os.path.isfile(os.path.join(l, 'core/transformer/pipeline_parallel_layer_layout.py'))
                         for l in s.submodule_search_locations or []) else 1)" > /dev/null 2>&1; then
-  for plan in 1f1b interleaved_v2 interleaved_v2_even 1f1b_dp2; do
+  for plan in 1f1b interleaved_v2 interleaved_v2_even 1f1b_dp2 1f1b_tp2; do
     "$PW" launch-config --plan "$data/$plan.json" --for megatron -o "$plan.mg.args" > /dev/null 2>&1 \
       || { echo "FAIL: launch-config $plan"; rc=1; continue; }
     "$py" "$here/megatron_layout_check.py" "$data/$plan.json" "$plan.mg.args" || rc=1
@@ -71,7 +71,7 @@ fi
 # a source checkout (megatron/training is not on PyPI) and torch:
 # PW_MEGATRON_LM=/path/to/Megatron-LM.
 if [ -n "${PW_MEGATRON_LM:-}" ] && [ -d "$PW_MEGATRON_LM/megatron/training" ]; then
-  for plan in 1f1b interleaved_v2 interleaved_v2_even 1f1b_dp2; do
+  for plan in 1f1b interleaved_v2 interleaved_v2_even 1f1b_dp2 1f1b_tp2; do
     [ -f "$plan.mg.args" ] || "$PW" launch-config --plan "$data/$plan.json" --for megatron -o "$plan.mg.args" > /dev/null 2>&1
     PYTHONPATH="$PW_MEGATRON_LM" "$py" "$here/megatron_args_check.py" "$data/$plan.json" "$plan.mg.args" 2> /dev/null || rc=1
   done

@@ -42,7 +42,7 @@ def check(plan, path):
     want = {
         "pipeline_parallel_degree": (p.pipeline_parallel_degree, P),
         "dp degree (replicate x shard)": (p.data_parallel_replicate_degree * p.data_parallel_shard_degree, D),
-        "tensor_parallel_degree": (p.tensor_parallel_degree, 1),
+        "tensor_parallel_degree": (p.tensor_parallel_degree, plan.get("tp_size", 1)),
         "pipeline_parallel_microbatch_size": (p.pipeline_parallel_microbatch_size, tr["micro_batch_size"]),
         "microbatches (local_batch_size / microbatch size)":
             (t.local_batch_size // p.pipeline_parallel_microbatch_size, m),
@@ -50,6 +50,8 @@ def check(plan, path):
         "seq_len": (t.seq_len, tr["seq_length"]),
         "stages (module_fqns_per_model_part)": (len(p.module_fqns_per_model_part), S),
     }
+    if plan.get("tp_size", 1) > 1:
+        want["enable_sequence_parallel"] = (p.enable_sequence_parallel, plan.get("sequence_parallel", False))
     for name, (got, exp) in want.items():
         if got != exp:
             return f"{name}: torchtitan parsed {got}, the plan says {exp}"
