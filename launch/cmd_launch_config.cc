@@ -6,6 +6,7 @@
 // checked before anything is written; each file is written atomically.
 #include <cstdio>
 
+#include "base/file_io.h"
 #include "launch/commands.h"
 #include "launch/launch_config.h"
 #include "plan/plan.h"
