@@ -119,7 +119,9 @@ expect_fail "zb-auto --memory-limit 0.5" 2 "\-\-memory-limit 0.5 activations x -
 check "zb-auto --memory-limit 0.5 writes nothing" test ! -e "$tmp/half.txt"
 # A binary file given as a plan or CSV: exit 2 naming the file, its bytes
 # escaped (\xHH), never written raw to the terminal.
-head -c 4096 "$pw" > "$tmp/binary.csv"
+# (Fixed bytes, not the binary's own: an ELF magic, then every byte value in
+# order, in which no two bytes form a UTF-8 character the escaper may keep.)
+python3 -c 'import sys; sys.stdout.buffer.write(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 16)' > "$tmp/binary.csv"
 printf '{\x89PNG\x1b[31mred\x00\x01' > "$tmp/binary.json"
 for f in binary.csv binary.json; do
   for cmd in validate show; do
