@@ -37,6 +37,7 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx);      // cmd_plan.c
 void RegisterShowCommand(CLI::App& app, CommandContext& ctx);      // cmd_show.cc
 void RegisterReportCommand(CLI::App& app, CommandContext& ctx);    // cmd_report.cc
 void RegisterK8sCommand(CLI::App& app, CommandContext& ctx);       // cmd_k8s.cc
+void RegisterElasticCommand(CLI::App& app, CommandContext& ctx);   // cmd_elastic.cc
 void RegisterRunCommand(CLI::App& app, CommandContext& ctx);       // cmd_run.cc (pipewright-exec)
 void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx);  // cmd_generate.cc (pipewright-exec)
 void RegisterProfileCommand(CLI::App& app, CommandContext& ctx);   // cmd_profile.cc (pipewright-exec)

@@ -17,5 +17,6 @@ int main(int argc, char** argv) {
   pw::cli::RegisterShowCommand(app, ctx);
   pw::cli::RegisterReportCommand(app, ctx);
   pw::cli::RegisterK8sCommand(app, ctx);
+  pw::cli::RegisterElasticCommand(app, ctx);
   return pw::cli::ParseAndRun(app, ctx, argc, argv);
 }

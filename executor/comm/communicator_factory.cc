@@ -1,5 +1,6 @@
 #include "executor/comm/communicator_factory.h"
 
+#include "base/printable.h"
 #include "executor/comm/launch_env.h"
 #include "executor/comm/mpi_communicator.h"
 #ifdef PW_HAVE_NCCL
@@ -56,36 +57,69 @@ CommunicatorHandle::~CommunicatorHandle() {
 
 Status CommunicatorHandle::Finish() { return finish_ ? finish_() : Status::Ok(); }
 
-std::vector<std::string> CommunicatorKinds() { return {"mpi", "nccl", "tcp"}; }
+namespace {
+
+StatusOr<std::unique_ptr<CommunicatorHandle>> MakeMpiHandle(const CommunicatorSpec& spec) {
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, MakeMpi(spec.watchdog_s));
+  return std::make_unique<CommunicatorHandle>(nullptr, std::move(comm), nullptr);
+}
+
+StatusOr<std::unique_ptr<CommunicatorHandle>> MakeTcpHandle(const CommunicatorSpec& spec) {
+  TcpOptions tcp = spec.tcp;
+  tcp.watchdog_s = spec.watchdog_s;
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<TcpCommunicator> comm, TcpCommunicator::Create(spec.rank, spec.world_size, tcp));
+  return std::make_unique<CommunicatorHandle>(nullptr, std::move(comm), nullptr);
+}
+
+// The communicator kinds, one row each (the way schedules/registry.cc holds
+// schedule families): a new communicator is its own files plus one row here.
+struct CommunicatorKindInfo {
+  const char* name;
+  bool compiled_in;
+  // Why a kind that is not compiled in is missing (the error's text).
+  const char* missing;
+  StatusOr<std::unique_ptr<CommunicatorHandle>> (*make)(const CommunicatorSpec& spec);
+};
+
+const CommunicatorKindInfo kKinds[] = {
+    {"mpi", true, "", MakeMpiHandle},
+    {"nccl", kNcclCompiledIn, "this pipewright was built without NCCL (CUDA toolkit or NCCL not found at configure time)",
+     MakeNccl},
+    {"tcp", true, "", MakeTcpHandle},
+};
+
+const CommunicatorKindInfo* FindKind(const std::string& name) {
+  for (const CommunicatorKindInfo& k : kKinds)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> CommunicatorKinds() {
+  std::vector<std::string> names;
+  for (const CommunicatorKindInfo& k : kKinds) names.push_back(k.name);
+  return names;
+}
 
 bool CommunicatorAvailable(const std::string& kind) {
-  if (kind == "mpi" || kind == "tcp") return true;
-  if (kind == "nccl") return kNcclCompiledIn;
-  return false;
+  const CommunicatorKindInfo* k = FindKind(kind);
+  return k != nullptr && k->compiled_in;
 }
 
 Status CheckCommunicatorKind(const std::string& kind, const std::string& flag) {
-  if (CommunicatorAvailable(kind)) return Status::Ok();
-  if (kind == "nccl")
-    return Status::InvalidArgument(flag + " nccl: this pipewright was built without NCCL "
-                                          "(CUDA toolkit or NCCL not found at configure time)");
+  const CommunicatorKindInfo* k = FindKind(kind);
+  if (k != nullptr && k->compiled_in) return Status::Ok();
+  if (k != nullptr) return Status::InvalidArgument(flag + " " + kind + ": " + k->missing);
   std::string known;
-  for (const std::string& k : CommunicatorKinds()) known += (known.empty() ? "" : ", ") + k;
-  return Status::InvalidArgument(flag + " " + kind + ": unknown communicator (known: " + known + ")");
+  for (const std::string& name : CommunicatorKinds()) known += (known.empty() ? "" : ", ") + name;
+  return Status::InvalidArgument(flag + " " + EscapeForTerminal(kind, 64) + ": unknown communicator (known: " + known +
+                                 ")");
 }
 
 StatusOr<std::unique_ptr<CommunicatorHandle>> MakeCommunicator(const CommunicatorSpec& spec) {
   PW_RETURN_IF_ERROR(CheckCommunicatorKind(spec.kind, spec.flag));
-  if (spec.kind == "tcp") {
-    TcpOptions tcp = spec.tcp;
-    tcp.watchdog_s = spec.watchdog_s;
-    PW_ASSIGN_OR_RETURN(std::unique_ptr<TcpCommunicator> comm,
-                        TcpCommunicator::Create(spec.rank, spec.world_size, tcp));
-    return std::make_unique<CommunicatorHandle>(nullptr, std::move(comm), nullptr);
-  }
-  if (spec.kind == "nccl") return MakeNccl(spec);
-  PW_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, MakeMpi(spec.watchdog_s));
-  return std::make_unique<CommunicatorHandle>(nullptr, std::move(comm), nullptr);
+  return FindKind(spec.kind)->make(spec);
 }
 
 }  // namespace pw::exec
