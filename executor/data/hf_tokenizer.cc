@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
 #include <queue>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -276,7 +279,7 @@ Status HfTokenizer::Impl::LoadModel(const json& m) {
       return Error(field, "'" + (ia == token_to_id.end() ? a : b) + "' is not in model.vocab");
     if (iab == token_to_id.end()) return Error(field, "the merged token '" + a + b + "' is not in model.vocab");
     const uint64_t key = (static_cast<uint64_t>(ia->second) << 32) | static_cast<uint32_t>(ib->second);
-    merges.emplace(key, std::make_pair(static_cast<int>(r), iab->second));  // the first (lowest) rank wins
+    merges[key] = std::make_pair(static_cast<int>(r), iab->second);  // a repeated pair: the last rank, as HF's map
   }
   return Status::Ok();
 }
@@ -692,8 +695,7 @@ StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Load(const std::string& json
   t->path_ = shown;
   Impl& m = *t->impl_;
   m.shown = shown;
-  if (const json* tr = Member(j, "truncation")) (void)tr;  // limits of HF's batch API: not applied here
-  if (const json* pd = Member(j, "padding")) (void)pd;
+  // "truncation" and "padding" (options of HF's batch API) are not applied.
   const json* model = Member(j, "model");
   PW_RETURN_IF_ERROR(m.LoadModel(model ? *model : json()));
   if (const json* a = Member(j, "added_tokens")) PW_RETURN_IF_ERROR(m.LoadAdded(*a));
@@ -741,10 +743,8 @@ std::vector<int> HfTokenizer::EncodePart(const std::string& text, bool starts_do
   if (starts_document) out = m.prefix_ids;
   // Added tokens first: at each position the longest that matches.
   size_t seg = 0;
-  bool first = true;
   auto flush = [&](size_t end) {
     if (end > seg) m.Segment(text.substr(seg, end - seg), seg == 0, seg != 0 || starts_document, out);
-    first = false;
   };
   for (size_t i = 0; i < text.size();) {
     const auto& cands = m.added_by_first[static_cast<unsigned char>(text[i])];
@@ -766,7 +766,6 @@ std::vector<int> HfTokenizer::EncodePart(const std::string& text, bool starts_do
     seg = i;
   }
   flush(text.size());
-  (void)first;
   if (ends_document) out.insert(out.end(), m.suffix_ids.begin(), m.suffix_ids.end());
   return out;
 }
