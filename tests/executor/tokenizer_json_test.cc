@@ -1,7 +1,8 @@
 // Hugging Face tokenizer.json (executor/data/hf_tokenizer.h): ids identical to
 // HF tokenizers' on the committed fixtures (tests/testdata/tokenizers/, made by
 // make_fixtures.py: byte-level BPE with GPT-2's and Llama 3's patterns,
-// Metaspace and Llama 2 style byte-fallback BPE) for a real and a stress text,
+// Metaspace (prepend always / first, Metaspace decoder) and Llama 2 style
+// byte-fallback BPE) for a real and a stress text,
 // HF's decode, streaming a >1 MiB document and JSON Lines into token files
 // (ids identical to encoding at once), and bad files refused naming the field.
 #include <fcntl.h>
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 const char* const kDir = "tests/testdata/tokenizers/";
-const char* const kFixtures[] = {"gpt2_bpe", "llama3_bpe", "metaspace_bpe", "llama2_bpe"};
+const char* const kFixtures[] = {"gpt2_bpe", "llama3_bpe", "metaspace_bpe", "llama2_bpe", "metaspace_first_bpe"};
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -81,7 +81,7 @@ def byte_level(pattern_kind):
 
 def metaspace(kind):
     """BPE with byte fallback, SentencePiece style: Metaspace pre-tokenizer
-    ("metaspace"), or Llama 2's normalizer Prepend + Replace and no
+    ("metaspace"; "first": prepend_scheme first and the Metaspace decoder), or Llama 2's normalizer Prepend + Replace and no
     pre-tokenizer ("llama2")."""
     tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
@@ -107,9 +107,13 @@ def metaspace(kind):
         d["normalizer"] = {"type": "Sequence", "normalizers": [
             {"type": "Prepend", "prepend": "\u2581"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
         d["pre_tokenizer"] = None
+    if kind == "first":
+        d["pre_tokenizer"]["prepend_scheme"] = "first"
     tok = Tokenizer.from_str(json.dumps(d))
     tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
                                      decoders.Strip(" ", 1, 0)])
+    if kind == "first":
+        tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="first")
     tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
     return tok
 
@@ -121,6 +125,7 @@ def main():
     save("llama3_bpe", byte_level("llama3"), texts)
     save("metaspace_bpe", metaspace("metaspace"), texts)
     save("llama2_bpe", metaspace("llama2"), texts)
+    save("metaspace_first_bpe", metaspace("first"), texts)
 
 
 if __name__ == "__main__":
