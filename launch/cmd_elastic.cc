@@ -158,6 +158,10 @@ StatusOr<ElasticOptions> ParseElastic(const std::vector<std::string>& before, co
     return Status::InvalidArgument(std::string("elastic: ") + e.what());
   }
   o.plan_args = app.remaining();
+  // The executor runs tensor parallelism not yet: --num-devices would
+  // otherwise search T > 1 on GPUs and choose a plan pre-flight refuses.
+  if (!HasFlag(o.plan_args, "--tensor-model-parallel-size") && !HasFlag(o.plan_args, "--tp"))
+    o.plan_args.insert(o.plan_args.end(), {"--tensor-model-parallel-size", "1"});
   o.run_args = after;
   auto bad = [](const std::string& what) { return Status::InvalidArgument("elastic: " + what); };
   if (o.np < 1) return bad("--np " + std::to_string(o.np) + " must be >= 1");

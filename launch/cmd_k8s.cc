@@ -44,12 +44,12 @@ void RegisterK8sCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand(
       "k8s",
       "Write a Kubernetes MPI Operator MPIJob (kubeflow.org/v2beta1) + ConfigMap running a plan on "
-      "pp_size x dp_size GPUs; arguments after -- are added to `pipewright run`");
+      "tp_size x pp_size x dp_size GPUs; arguments after -- are added to `pipewright run`");
   sub->add_option("--plan", opts->plan, "plan file (pipewright plan): mounted from a ConfigMap in every pod")
       ->required();
   sub->add_option("--image", opts->job.image, "container image holding pipewright, Open MPI and sshd")->required();
   sub->add_option("--gpus-per-node", opts->job.gpus_per_node,
-                  "GPUs (= ranks, = MPI slots) per Worker pod; must divide pp_size x dp_size")
+                  "GPUs (= ranks, = MPI slots) per Worker pod; must divide tp_size x pp_size x dp_size and be a multiple of tp_size")
       ->capture_default_str();
   sub->add_option("--scheduler", opts->job.scheduler,
                   "volcano (schedulerName: volcano, gang scheduling) or default (the cluster's kube-scheduler)")

@@ -30,6 +30,9 @@ struct PlanCommandOptions {
   std::string csv;  // --csv FILE: the chosen plan as a compute-only PyTorch CSV
   int pp = 0;
   int dp = 1;
+  int tp = 1;
+  bool sequence_parallel = false;
+  bool no_sequence_parallel = false;
   int num_devices = 0;
   bool distributed_optimizer = false;
   int num_microbatches = 0;
@@ -83,14 +86,18 @@ void WarnProfileExtrapolation(const Profile& profile, const PlannerOptions& o) {
     std::fprintf(stderr, "pipewright plan: warning: %s\n", line.c_str());
 }
 
-// "model: llama-2-7b (6738415616 parameters); device: H100-80GB; P=8 x D=8".
-void PrintModelLine(const PlanCommandOptions& c, const PlannerModel& model, const std::string& path, int pp, int dp) {
+// "model: llama-2-7b (6738415616 parameters); device: H100-80GB; P=8 x D=8",
+// with tensor parallelism "...; TP4 x PP8 x DP4 (128 devices, sequence parallel)".
+void PrintModelLine(const PlanCommandOptions& c, const PlannerModel& model, const std::string& path, int pp, int dp,
+                    int tp, bool sp) {
   const std::string what = model.profile  ? "measured profile " + c.profile
                            : model.config ? std::to_string(TotalParameters(*model.config)) + " parameters"
                                           : std::string("layer costs");
-  std::printf("model: %s (%s); device: %s; P=%d%s\n", model.config ? model.config->name.c_str() : path.c_str(),
-              what.c_str(), model.device ? model.device->name.c_str() : "-", pp,
-              dp > 1 ? (" x D=" + std::to_string(dp)).c_str() : "");
+  const std::string layout = tp > 1 ? LayoutName(tp, pp, dp) + " (" + std::to_string(tp * pp * dp) + " devices" +
+                                          (sp ? ", sequence parallel)" : ")")
+                                    : "P=" + std::to_string(pp) + (dp > 1 ? " x D=" + std::to_string(dp) : "");
+  std::printf("model: %s (%s); device: %s; %s\n", model.config ? model.config->name.c_str() : path.c_str(),
+              what.c_str(), model.device ? model.device->name.c_str() : "-", layout.c_str());
 }
 
 // --csv FILE: the chosen plan's compute order as the compute-only PyTorch CSV
@@ -112,9 +119,10 @@ Status RunDeviceSplits(const PlanCommandOptions& c, const PlannerModel& model, c
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const DeviceSplit& best = search.splits[search.chosen];
   PlannerOptions chosen = o;
+  chosen.tp_size = best.tp_size;
   chosen.pp_size = best.pp_size;
   chosen.dp_size = best.dp_size;
-  if (chosen.dp_size < 2) chosen.distributed_optimizer = false;
+  chosen.distributed_optimizer = best.distributed_optimizer;
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(best.result, model, chosen));
   plan.planner["device_splits"] = DeviceSplitsToJson(search);
   PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
@@ -127,12 +135,13 @@ Status RunDeviceSplits(const PlanCommandOptions& c, const PlannerModel& model, c
     std::printf("%s\n", table.dump(2).c_str());
     return Status::Ok();
   }
-  PrintModelLine(c, model, path, best.pp_size, best.dp_size);
+  PrintModelLine(c, model, path, best.pp_size, best.dp_size, best.tp_size, best.sequence_parallel);
   std::fputs(FormatDeviceSplits(search).c_str(), stdout);
   if (c.explain) std::fputs(FormatCandidateTable(best.result).c_str(), stdout);
   std::fputs(FormatPlanSummary(best.result).c_str(), stdout);
   size_t searched = 0;
-  for (const DeviceSplit& sp : search.splits) searched += sp.result.candidates.size();
+  for (const DeviceSplit& sp : search.splits)
+    for (const Candidate& cand : sp.result.candidates) searched += cand.reject == RejectKind::kBound ? 0 : 1;
   std::printf("wrote %s (hash %s); searched %zu candidates over %zu splits in %.3f s\n", c.output.c_str(),
               PlanHash(plan).c_str(), searched, search.splits.size(), secs);
   return Status::Ok();
@@ -195,7 +204,17 @@ Status RunPlan(const PlanCommandOptions& c) {
   }
   o.pp_size = c.pp;
   o.dp_size = c.dp;
+  o.tp_size = c.tp;
   o.distributed_optimizer = c.distributed_optimizer;
+  if (c.sequence_parallel && c.no_sequence_parallel)
+    return Status::InvalidArgument("--sequence-parallel with --no-sequence-parallel: give one");
+  if (c.sequence_parallel) o.sequence_parallel = true;
+  if (c.no_sequence_parallel) o.sequence_parallel = false;
+  // --num-devices searches T (unless --tp fixes it) and ZeRO-1 on and off
+  // (unless --use-distributed-optimizer fixes it on).
+  o.search_tensor_parallel = c.given.count("--tensor-model-parallel-size") == 0;
+  o.search_distributed_optimizer = true;
+  o.prune_by_bound = c.given.count("--num-devices") > 0;  // branch and bound over the T x P x D splits
   // A flag given on the command line is passed on as given (the planner
   // refuses values < 1, naming the flag); only an absent flag means "unset".
   if (c.given.count("--num-microbatches")) o.num_microbatches = c.num_microbatches;
@@ -280,7 +299,7 @@ Status RunPlan(const PlanCommandOptions& c) {
     std::printf("%s\n", table.dump(2).c_str());
     return Status::Ok();
   }
-  PrintModelLine(c, model, path, o.pp_size, o.dp_size);
+  PrintModelLine(c, model, path, o.pp_size, o.dp_size, o.tp_size, SequenceParallelOn(o));
   if (c.explain) std::fputs(FormatCandidateTable(*result).c_str(), stdout);
   std::fputs(FormatPlanSummary(*result).c_str(), stdout);
   std::printf("wrote %s (hash %s); searched %zu candidates in %.3f s%s\n", c.output.c_str(), PlanHash(plan).c_str(),
@@ -303,8 +322,15 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--data-parallel-size,--dp", opts->dp,
                   "data-parallel replicas D of the pipeline (world size P x D; the batch flags count all replicas)")
       ->capture_default_str();
+  cmd->add_option("--tensor-model-parallel-size,--tp", opts->tp,
+                  "tensor-parallel ranks T sharing every layer (Megatron TP inside a node; world size T x P x D)")
+      ->capture_default_str();
+  cmd->add_flag("--sequence-parallel", opts->sequence_parallel,
+                "shard norms and dropout over the sequence on the T ranks (default on when T > 1)");
+  cmd->add_flag("--no-sequence-parallel", opts->no_sequence_parallel, "tensor parallelism without sequence parallelism");
   cmd->add_option("--num-devices", opts->num_devices,
-                  "choose the split P x D = N (instead of --pp/--dp): the best of each split is reported");
+                  "choose the split T x P x D = N (instead of --pp/--dp; T searched unless --tp is given, ZeRO-1 "
+                  "searched unless --use-distributed-optimizer): the best of each split is reported");
   cmd->add_flag("--use-distributed-optimizer", opts->distributed_optimizer,
                 "ZeRO-1: shard AdamW state over the D replicas (reduce-scatter + all-gather instead of all-reduce)");
   cmd->add_option("--num-microbatches", opts->num_microbatches, "microbatches m per step");
@@ -352,6 +378,7 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->callback([opts, cmd, &ctx]() {
     opts->given.clear();
     for (const char* name : {"--pipeline-model-parallel-size", "--data-parallel-size", "--num-devices",
+                             "--tensor-model-parallel-size",
                              "--num-microbatches", "--micro-batch-size", "--global-batch-size", "--seq-length",
                              "--num-virtual-stages-per-pipeline-rank", "--first-stage-num-layers",
                              "--last-stage-num-layers"})

@@ -195,7 +195,8 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
   Metadata(e, job, o, job);
   e << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
   KeyStr(e, "pipewright/plan-hash", l.plan_hash);
-  KeyStr(e, "pipewright/grid", "pp_size=" + std::to_string(l.pp_size) + " dp_size=" + std::to_string(l.dp_size) +
+  KeyStr(e, "pipewright/grid", (l.tp_size > 1 ? "tp_size=" + std::to_string(l.tp_size) + " " : std::string()) +
+                                   "pp_size=" + std::to_string(l.pp_size) + " dp_size=" + std::to_string(l.dp_size) +
                                    " ranks=" + std::to_string(l.ranks));
   e << YAML::EndMap;
   e << YAML::EndMap;  // metadata
@@ -347,11 +348,12 @@ StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::strin
   PW_RETURN_IF_ERROR(ValidateProgram(PlanProgram(plan), validate).WithContext(plan_source));
 
   MpiJobLayout l;
+  l.tp_size = plan.tp_size;
   l.pp_size = plan.pp_size;
   l.dp_size = plan.dp_size;
-  const int64_t ranks = int64_t{plan.pp_size} * plan.dp_size;
+  const int64_t ranks = int64_t{plan.pp_size} * plan.dp_size * plan.tp_size;
   if (ranks > kMaxRanks)
-    return Status::InvalidArgument(plan_source + ": pp_size x dp_size = " + std::to_string(ranks) +
+    return Status::InvalidArgument(plan_source + ": tp_size x pp_size x dp_size = " + std::to_string(ranks) +
                                    " ranks, above the limit of " + std::to_string(kMaxRanks));
   l.ranks = static_cast<int>(ranks);
   l.slots_per_worker = o.gpus_per_node;
@@ -361,6 +363,12 @@ StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::strin
         " ranks (pp_size " + std::to_string(l.pp_size) + " x dp_size " + std::to_string(l.dp_size) +
         "), not a multiple of " + std::to_string(o.gpus_per_node) +
         ": every Worker pod runs --gpus-per-node ranks; use a divisor of " + std::to_string(l.ranks));
+  if (l.tp_size > 1 && o.gpus_per_node % l.tp_size != 0)
+    return Status::InvalidArgument("--gpus-per-node " + std::to_string(o.gpus_per_node) + ": the plan's tp_size is " +
+                                   std::to_string(l.tp_size) + "; each tensor-parallel group (" +
+                                   std::to_string(l.tp_size) +
+                                   " consecutive ranks) must be in one Worker pod, so --gpus-per-node must be a "
+                                   "multiple of it");
   l.workers = l.ranks / o.gpus_per_node;
   l.min_available = l.workers + 1;
   l.plan_hash = PlanHash(plan);

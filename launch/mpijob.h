@@ -2,12 +2,15 @@
 // (kubeflow.org/v2beta1) plus the ConfigMap holding the plan file, as one
 // multi-document YAML text. Torch-free (yaml-cpp only); docs/LAUNCH.md.
 //
-// Layout (DP contract: world size = pp_size x dp_size, global rank
-// g = pp_rank * dp_size + dp_rank): the launcher pod runs
+// Layout (the plan's grid: world size = tp_size x pp_size x dp_size, global
+// rank g = pp_rank * dp_size * tp_size + dp_rank * tp_size + tp_rank, TP
+// innermost): the launcher pod runs
 //   mpirun -np W --map-by slot ... pipewright run --plan /etc/pipewright/plan.json ...
 // over W / G Worker pods of G slots (and G GPUs) each, so worker pod k holds
 // the consecutive global ranks [k*G, (k+1)*G): with dp_size <= G and dp_size
-// dividing G, each data-parallel group (ranks p*D .. p*D+D-1) is in one pod.
+// dividing G, each data-parallel group (ranks p*D .. p*D+D-1) is in one pod;
+// with tp_size T > 1, G must be a multiple of T so that every tensor-parallel
+// group (T consecutive ranks) is in one pod (one node's NVLink).
 #pragma once
 
 #include <cstdint>
@@ -45,9 +48,10 @@ struct MpiJobOptions {
 
 // The numbers a plan and options give (computed before any YAML).
 struct MpiJobLayout {
+  int tp_size = 1;
   int pp_size = 0;
   int dp_size = 0;
-  int ranks = 0;          // pp_size * dp_size (mpirun -np)
+  int ranks = 0;          // tp_size * pp_size * dp_size (mpirun -np)
   int slots_per_worker = 0;  // G
   int workers = 0;        // ranks / G
   int min_available = 0;  // workers + 1 launcher: every pod (gang)
@@ -57,8 +61,9 @@ struct MpiJobLayout {
 
 // Checks `options` against the plan text and returns the layout. Errors
 // (InvalidArgument) name the option and value: --image empty or with spaces;
-// --gpus-per-node outside [1, kMaxGpusPerNode] or not dividing
-// pp_size x dp_size (naming both numbers); --scheduler not volcano|default;
+// --gpus-per-node outside [1, kMaxGpusPerNode], not dividing
+// tp_size x pp_size x dp_size (naming both numbers) or not a multiple of
+// tp_size (a tensor-parallel group would straddle two pods); --scheduler not volcano|default;
 // --queue without --scheduler volcano or not a DNS-1123 name; --namespace
 // or --name not DNS-1123 labels (the last Worker pod name
 // "<name>-worker-<n-1>" must fit 63 characters, as the MPI Operator checks);

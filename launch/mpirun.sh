@@ -18,8 +18,9 @@
 # OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK; executor/comm/launch_env.h);
 # --device cuda uses GPU local_rank % device_count.
 # Refuses (exit 2), before starting anything: -np differing from the plan's
-# pp_size x dp_size, a missing hostfile, or one whose slots (when every line
-# names them) are fewer than -np. Adds --oversubscribe when -np exceeds this
+# tp_size x pp_size x dp_size, a missing hostfile, one whose slots (when every line
+# names them) are fewer than -np, or (tp_size > 1) a host whose slots are not a
+# multiple of tp_size. Adds --oversubscribe when -np exceeds this
 # machine's cores (single node, CPU runs), the root flag when run as root,
 # and exports OMP_NUM_THREADS (default 1) and every NCCL_* and PW_* variable
 # set here to every rank on every host (-x; remote ranks see only these).
@@ -51,6 +52,17 @@ if [[ -n $hostfile ]]; then
   if [[ -n $slots ]] && (( np > slots )); then
     echo "mpirun.sh: -np $np but --hostfile $hostfile has $slots slots: add hosts or slots" >&2
     exit 2
+  fi
+  # Tensor parallelism: --map-by slot fills each host in rank order, so a
+  # host whose slots are not a multiple of tp_size would split a TP group
+  # (T consecutive ranks) across two hosts.
+  tp=$(plan_tp_size "$@")
+  if [[ -n $tp ]] && (( tp > 1 )); then
+    bad=$(awk -v t="$tp" '{sub(/#.*/, "")} NF == 0 {next} {for (i = 2; i <= NF; i++) if ($i ~ /^slots=[0-9]+$/ && (substr($i, 7) % t) != 0) print $1}' "$hostfile" | head -1)
+    if [[ -n $bad ]]; then
+      echo "mpirun.sh: --hostfile $hostfile: host $bad has slots not a multiple of the plan's tp_size $tp: a tensor-parallel group ($tp consecutive ranks) must stay on one host" >&2
+      exit 2
+    fi
   fi
   args+=(--hostfile "$hostfile" --map-by slot)
 elif (( np > $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) )); then

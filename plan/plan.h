@@ -1,4 +1,4 @@
-// The plan file (docs/PLAN_FORMAT.md, version 2): the contract between
+// The plan file (docs/PLAN_FORMAT.md, version 3): the contract between
 // planner, visualiser, validator and executor. One typed Plan, read and
 // written only by this module (plan_json.cc). Output is deterministic: the
 // same Plan gives byte-identical text (fixed key order, shortest round-trip
@@ -23,9 +23,9 @@
 namespace pw {
 
 inline constexpr const char* kPlanFormat = "pipewright-plan";
-// The version this build writes; it reads this one and version 1 (converted
-// on read, plan_json.cc).
-inline constexpr int kPlanVersion = 2;
+// The version this build writes (3: tensor parallelism); it reads this one,
+// version 2 (tp_size 1) and version 1 (converted on read, plan_json.cc).
+inline constexpr int kPlanVersion = 3;
 
 struct PlanStage {
   int index = 0;
@@ -79,9 +79,17 @@ struct Plan {
   std::string schedule;  // canonical name, or "custom" for imported orders
   int pp_size = 0;
   // Data-parallel replicas of the whole pipeline (world size = pp_size *
-  // dp_size; global rank = pp_rank * dp_size + dp_rank). With dp_size > 1
+  // dp_size * tp_size; with tp_size 1 global rank = pp_rank * dp_size + dp_rank). With dp_size > 1
   // every stage's stream holds its REDUCE_GRAD (PLAN_FORMAT rule 10).
   int dp_size = 1;
+  // Tensor-parallel ranks sharing each stage (Megatron's TP; version 3,
+  // absent in versions 1-2 = 1). World size = pp_size * dp_size * tp_size;
+  // global rank g = pp_rank * dp_size * tp_size + dp_rank * tp_size +
+  // tp_rank (TP innermost, Megatron's default order). Stage costs and bytes
+  // are per TP rank and include the TP collectives.
+  int tp_size = 1;
+  // --sequence-parallel (Korthikanti et al. 2022): only with tp_size > 1.
+  bool sequence_parallel = false;
   int num_stages = 0;
   int num_microbatches = 0;
   std::vector<int> stage_to_rank;
@@ -122,12 +130,12 @@ Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCo
 // The layer list of `model` as plan entries (models/spec BuildLayerList).
 std::vector<PlanLayer> PlanLayers(const ModelConfig& model);
 
-// Parses plan JSON text, version 2 or 1 (a version-1 file's HF config
+// Parses plan JSON text, version 3, 2 (tp_size 1) or 1 (a version-1 file's HF config
 // "model", name-only "layers" and untyped "training" are converted). `source`
 // names the file in errors. Errors (InvalidArgument) name the field, e.g.
 // "plan.json: ranks[1].actions[4]: bad action '5X0' ...", "plan.json:
 // pp_size: field is missing", "plan.json: version: this pipewright reads
-// versions 1 and 2, the file is 3"; the schedule part is checked for shape
+// versions 1 to 3, the file is 4"; the schedule part is checked for shape
 // (CheckProgramShape) but not validated; model, layers and stages must agree
 // (layer count, last stage ending at the last layer).
 StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source = "plan");

@@ -1,5 +1,6 @@
-// The plan file's one reader and writer (docs/PLAN_FORMAT.md): version 2 is
-// read and written; version 1 (HF config under "model", layer names under
+// The plan file's one reader and writer (docs/PLAN_FORMAT.md): version 3 is
+// written; versions 3 and 2 (no tensor parallelism: tp_size 1) are read;
+// version 1 (HF config under "model", layer names under
 // "layers", untyped "training") is read and converted.
 #include <algorithm>
 #include <cmath>
@@ -30,7 +31,7 @@ using nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
 // Top-level fields with a typed home; everything else goes to Plan::extra.
-const char* const kKnownFields[] = {"format",   "version",  "schedule",     "pp_size",    "dp_size",
+const char* const kKnownFields[] = {"format",   "version",  "schedule",     "pp_size",    "dp_size", "tp_size", "sequence_parallel",
                                     "num_stages", "num_microbatches", "stage_to_rank", "model", "layers",
                                     "training", "device", "stages", "comm",         "memory_limit_bytes", "ranks",
                                     "predicted", "planner"};
@@ -270,12 +271,20 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
   if (*v != kPlanFormat) return rd.Error("format", "expected \"pipewright-plan\", got " + Reader::Dump(*v));
   int version = 0;
   PW_RETURN_IF_ERROR(rd.Number(doc, "", "version", &version));
-  if (version != kPlanVersion && version != 1)
-    return rd.Error("version", "this pipewright reads versions 1 and " + std::to_string(kPlanVersion) +
+  if (version < 1 || version > kPlanVersion)
+    return rd.Error("version", "this pipewright reads versions 1 to " + std::to_string(kPlanVersion) +
                                    ", the file is version " + std::to_string(version));
   PW_RETURN_IF_ERROR(rd.String(doc, "", "schedule", &plan.schedule));
   PW_RETURN_IF_ERROR(rd.Number(doc, "", "pp_size", &plan.pp_size));
   if (version >= 2) PW_RETURN_IF_ERROR(rd.Number(doc, "", "dp_size", &plan.dp_size));
+  if (version >= 3) {
+    PW_RETURN_IF_ERROR(rd.Number(doc, "", "tp_size", &plan.tp_size));
+    PW_RETURN_IF_ERROR(rd.Bool(doc, "", "sequence_parallel", &plan.sequence_parallel));
+    if (plan.tp_size < 1) return rd.Error("tp_size", "must be >= 1");
+    if (plan.tp_size > limits::kMaxRanks) return rd.Error("tp_size", "is more than " + std::to_string(limits::kMaxRanks));
+    if (plan.sequence_parallel && plan.tp_size == 1)
+      return rd.Error("sequence_parallel", "is true but tp_size is 1 (sequence parallelism shards over the TP ranks)");
+  }
   PW_RETURN_IF_ERROR(rd.Number(doc, "", "num_stages", &plan.num_stages));
   PW_RETURN_IF_ERROR(rd.Number(doc, "", "num_microbatches", &plan.num_microbatches));
   if (plan.pp_size < 1) return rd.Error("pp_size", "must be >= 1");
@@ -397,6 +406,11 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     plan.predicted.per_rank.push_back(pr);
   }
   PW_RETURN_IF_ERROR(ParseModelSections(rd, doc, version, &plan));
+  if (plan.model && plan.tp_size > 1) {
+    Status tp = CheckTensorParallel(*plan.model, plan.tp_size, plan.sequence_parallel,
+                                    plan.training ? plan.training->seq_length : 0);
+    if (!tp.ok()) return rd.Error("tp_size", tp.message());
+  }
   auto device = doc.find("device");
   if (device != doc.end() && !device->is_null()) {
     auto parsed = ParseDeviceSpec(*device, rd.Where("device"));
@@ -429,6 +443,8 @@ std::string PlanToJson(const Plan& plan) {
   doc["schedule"] = plan.schedule;
   doc["pp_size"] = plan.pp_size;
   doc["dp_size"] = plan.dp_size;
+  doc["tp_size"] = plan.tp_size;
+  doc["sequence_parallel"] = plan.sequence_parallel;
   doc["num_stages"] = plan.num_stages;
   doc["num_microbatches"] = plan.num_microbatches;
   doc["stage_to_rank"] = plan.stage_to_rank;

@@ -1,6 +1,8 @@
 #include "planner/candidate_search.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "planner/cost_model.h"
 #include "planner/explain.h"
@@ -36,7 +38,9 @@ CandidateSearch::CandidateSearch(const PlannerModel& model, const PlannerOptions
   dp_.distributed_optimizer = options.distributed_optimizer;
   dp_.precision = options.precision;
   if (model.device) {
-    dp_.link = model.device->DataParallelLink(options.dp_size);
+    // A data-parallel group's D ranks are T apart (TP innermost): the ring
+    // stays in a node when the D x T ranks it spans do.
+    dp_.link = model.device->DataParallelLink(options.dp_size * std::max(options.tp_size, 1));
   } else {
     // A layer-cost file or profile without --device: its own link (or none).
     Recompute rc = Recompute::kNone;
@@ -180,6 +184,88 @@ CandidateSearch::Split CandidateSearch::SplitFor(const Layout& lay, const Memory
   return out;
 }
 
+double CandidateSearch::LowerBound(const Layout& lay, const Boundaries& b, const std::vector<int64_t>& transient,
+                                   int m) const {
+  const std::vector<int>& s2r = *lay.stage_to_rank;
+  std::vector<StageSum> sums;
+  for (int s = 0; s < lay.S; ++s) sums.push_back(SumStage(*lay.table, b[s], b[s + 1]));
+  std::vector<double> busy(lay.P, 0.0);
+  std::vector<int64_t> static_of(lay.P, 0);
+  for (int s = 0; s < lay.S; ++s) {
+    busy[s2r[s]] += m * (sums[s].cost.f + sums[s].cost.B());
+    static_of[s2r[s]] += sums[s].memory.static_bytes;
+  }
+  double bound = *std::max_element(busy.begin(), busy.end());
+  if (limit_ == kUnlimitedBytes) return bound;
+  double downstream = 0.0;  // sum over s > k of F_s + I_s
+  for (int k = lay.S - 1; k >= 0; --k) {
+    const int r = s2r[k];
+    const int64_t room = limit_ - static_of[r] - transient[r];
+    const int64_t act = sums[k].memory.activation;
+    if (act > 0 && room >= act) {
+      const double chain = downstream + sums[k].cost.i;
+      bound = std::max(bound, m * chain / static_cast<double>(room / act));
+    }
+    downstream += sums[k].cost.f + sums[k].cost.i;
+  }
+  return bound;
+}
+
+bool CandidateSearch::SomeSplitAdmits(const LayerCostTable& table, int S, int m, double step) const {
+  if (limit_ == kUnlimitedBytes || !(step > 0) || !std::isfinite(step)) return true;
+  const int L = static_cast<int>(table.layers.size());
+  std::vector<int64_t> st(L + 1, 0), act(L + 1, 0);
+  std::vector<double> fi(L + 1, 0.0), in(L + 1, 0.0);
+  for (int l = 0; l < L; ++l) {
+    const LayerCost& c = table.layers[l];
+    st[l + 1] = st[l] + c.static_bytes;
+    act[l + 1] = act[l] + c.activation_bytes;
+    fi[l + 1] = fi[l] + c.f + c.i;
+    in[l + 1] = in[l] + c.i;
+  }
+  auto admits = [&](int i, int j) {
+    const int64_t room = limit_ - (st[j] - st[i]);
+    if (room < 0) return false;
+    const int64_t a = act[j] - act[i];
+    if (a <= 0) return true;
+    const double chain = (fi[L] - fi[j]) + (in[j] - in[i]);
+    return static_cast<double>(room / a) >= m * chain / step * (1.0 - 1e-12);
+  };
+  // lo[j]: the smallest i whose stage [i, j) admits (admits(i, j) holds for
+  // every i in [lo[j], j) by monotonicity); j when none does.
+  std::vector<int> lo(L + 1, 0);
+  for (int j = 1; j <= L; ++j) {
+    int a = 0, b = j;  // find the first i in [0, j) with admits(i, j)
+    while (a < b) {
+      const int mid = (a + b) / 2;
+      if (admits(mid, j)) b = mid;
+      else a = mid + 1;
+    }
+    lo[j] = a;
+  }
+  // reach[j]: layers [0, j) split into k admitted stages.
+  std::vector<char> reach(L + 1, 0), next(L + 1, 0);
+  std::vector<int> count(L + 2, 0);
+  reach[0] = 1;
+  for (int k = 0; k < S; ++k) {
+    for (int j = 0; j <= L; ++j) count[j + 1] = count[j] + reach[j];
+    for (int j = 0; j <= L; ++j) next[j] = j >= 1 && lo[j] < j && count[j] - count[lo[j]] > 0;
+    reach.swap(next);
+  }
+  return reach[L] != 0;
+}
+
+bool CandidateSearch::PrunedByBound(Candidate& c, double bound, const char* what) {
+  if (!opt_.prune_by_bound) return false;
+  const double beat = std::min(opt_.step_cutoff_s, best_step_);
+  if (!(bound > beat * (1.0 + 1e-9))) return false;
+  char text[320];
+  std::snprintf(text, sizeof text, "bound: not simulated; %s gives a step of at least %.6g s, the best step found is %.6g s",
+                what, bound, beat);
+  Reject(c, RejectKind::kBound, text);
+  return true;
+}
+
 void CandidateSearch::Record(Candidate& c, const Program& lowered, const SimResult& sim,
                              const std::vector<int64_t>& transient) const {
   c.simulated = true;
@@ -230,6 +316,24 @@ void CandidateSearch::Evaluate(Candidate& c, const ScheduleInfo& family, Recompu
   if (!given.ok()) {
     Reject(c, RejectKind::kRequest, given.status().message());
     return;
+  }
+  if (opt_.prune_by_bound) {
+    // Any split: the busiest rank works at least the average.
+    double total = 0.0;
+    for (const LayerCost& l : table.layers) total += l.f + (l.b >= 0 ? l.b : l.i + l.w);
+    if (PrunedByBound(c, c.batch.num_microbatches * total / lay.P, "the compute per rank")) return;
+    // Memory: no split lets enough microbatches be in flight for a step
+    // below the one to beat (Little's law, SomeSplitAdmits).
+    const double beat = std::min(opt_.step_cutoff_s, best_step_);
+    if (std::isfinite(beat) && given->empty() && !overrides.first_stage_end && !overrides.last_stage_begin &&
+        !SomeSplitAdmits(table, lay.S, c.batch.num_microbatches, beat)) {
+      char text[320];
+      std::snprintf(text, sizeof text,
+                    "bound: not simulated; no split into %d stages holds the microbatches in flight that a step "
+                    "below %.6g s needs (Little's law on memory)", lay.S, beat);
+      Reject(c, RejectKind::kBound, text);
+      return;
+    }
   }
   const UnitProgram& least = Least(family, lay.v);
   if (!least.status.ok()) {
@@ -297,7 +401,12 @@ void CandidateSearch::Evaluate(Candidate& c, const ScheduleInfo& family, Recompu
     reject_split(split, adaptive);
     return;
   }
+  if (opt_.prune_by_bound &&
+      PrunedByBound(c, LowerBound(lay, split.boundaries, split.transient, c.batch.num_microbatches),
+                    "the busiest rank's compute or its memory (Little's law)"))
+    return;
   Simulate(c, family, lay, unit, split);
+  if (c.feasible) best_step_ = std::min(best_step_, c.step_s);
 }
 
 void CandidateSearch::Simulate(Candidate& c, const ScheduleInfo& family, const Layout& lay, const UnitProgram& unit,

@@ -46,6 +46,9 @@ class CandidateSearch {
   // RejectKind and the reason with its numbers.
   void Evaluate(Candidate& c, const ScheduleInfo& family, Recompute rc, const StageOverrides& overrides);
 
+  // The best step of a feasible candidate evaluated so far (+inf if none).
+  double best_step() const { return best_step_; }
+
  private:
   // The order of a fixed-order family does not depend on costs: its unit
   // program gives the memory walk for the partitioner. A memory-adaptive
@@ -97,6 +100,29 @@ class CandidateSearch {
   // prediction, or rejects `c`.
   void Simulate(Candidate& c, const ScheduleInfo& family, const Layout& lay, const UnitProgram& unit,
                 const Split& split);
+  // A lower bound of the step of any order of `m` microbatches on split `b`
+  // (seconds), the larger of two:
+  //  - the busiest rank's compute: sum over its stages of m (F + B);
+  //  - Little's law on memory: microbatch j holds stage k's activation from
+  //    the end of F(k, j) to the end of I(k, j), at least the chain
+  //    sum_{s>k} (F_s + I_s) + I_k; the room left on k's rank (limit -
+  //    static - workspace) holds at most K_k = floor(room / activation_k)
+  //    of them at once, so the m microbatches take >= m chain_k / K_k.
+  // Both hold for any schedule the simulator accepts (rule 7's memory).
+  double LowerBound(const Layout& lay, const Boundaries& b, const std::vector<int64_t>& transient, int m) const;
+  // Little's law before any order is generated, for every split at once:
+  // true when some split of the layers into S stages lets each stage k
+  // ([i, j)) hold the microbatches a step of `step` seconds needs in flight,
+  //   floor((limit - static[i, j)) / activation[i, j)) >= m chain / step,
+  //   chain = (F + I)[j, L) + I[i, j)
+  // (LowerBound's second term, ignoring the other stages of the rank and
+  // the workspace, so it only admits more). The condition is monotone in i
+  // (a shorter stage holds less and waits less), so a DP over stages finds
+  // such a split in O(S L + L log L).
+  bool SomeSplitAdmits(const LayerCostTable& table, int S, int m, double step) const;
+  // Rejects `c` as kBound when prune_by_bound and `bound` exceeds the step
+  // to beat; returns true if rejected.
+  bool PrunedByBound(Candidate& c, double bound, const char* what);
   // Fills c's predictions from a simulation of `lowered`.
   void Record(Candidate& c, const Program& lowered, const SimResult& sim, const std::vector<int64_t>& transient) const;
 
@@ -106,6 +132,7 @@ class CandidateSearch {
   std::map<std::pair<int64_t, int>, LayerCostTable> tables_;  // (b, recompute) -> costs
   std::map<const LayerCostTable*, std::vector<int64_t>> params_;  // per table: parameters of each layer
   DataParallelSpec dp_;
+  double best_step_ = std::numeric_limits<double>::infinity();
   std::map<std::tuple<std::string, int, int>, UnitProgram> units_;  // (family, v, m)
   std::map<std::pair<std::string, int>, UnitProgram> least_;       // (family, v): one microbatch
 };

@@ -2,9 +2,22 @@
 
 #include <algorithm>
 
+#include "planner/data_parallel.h"
+
 namespace pw {
 
+CommModel TensorParallelLink(const DeviceSpec& device, int tp_size) { return device.DataParallelLink(tp_size); }
+
+double TensorParallelSeconds(const std::vector<Collective>& collectives, int tp_size, const CommModel& link) {
+  double s = 0.0;
+  for (const Collective& c : collectives)
+    s += c.kind == CollectiveKind::kAllReduce ? RingAllReduceSeconds(c.bytes, tp_size, link)
+                                              : RingReduceScatterSeconds(c.bytes, tp_size, link);
+  return s;
+}
+
 LayerCostTable BuildLayerCosts(const ModelConfig& model, const DeviceSpec& device, const TrainingShape& shape) {
+  const CommModel tp_link = TensorParallelLink(device, shape.tp_size);
   LayerCostTable t;
   t.recompute = RecomputeName(shape.recompute);
   t.micro_batch_size = shape.micro_batch_size;
@@ -19,6 +32,11 @@ LayerCostTable BuildLayerCosts(const ModelConfig& model, const DeviceSpec& devic
     c.f = device.ComputeSeconds(fp.flops_f) + device.MemorySeconds(fp.memory_traffic_f);
     c.i = device.ComputeSeconds(fp.flops_i);
     c.w = device.ComputeSeconds(fp.flops_w) + device.MemorySeconds(fp.memory_traffic_w);
+    if (shape.tp_size > 1) {
+      c.f += TensorParallelSeconds(fp.tp_comm_f, shape.tp_size, tp_link);
+      c.i += TensorParallelSeconds(fp.tp_comm_i, shape.tp_size, tp_link);
+      c.w += TensorParallelSeconds(fp.tp_comm_w, shape.tp_size, tp_link);
+    }
     c.activation_bytes = fp.activation_bytes;
     c.wstash_bytes = fp.wstash_bytes;
     c.static_bytes = fp.static_bytes;

@@ -20,7 +20,23 @@ namespace pw {
 // / (peak_flops * efficiency), plus for the embedding its HBM traffic /
 // (memory bandwidth * efficiency) (a roofline: it has no GEMMs but is not
 // free). Bytes: footprint.h. `comm` is the device's link.
+// Tensor parallelism (shape.tp_size = t > 1): every cost is per TP rank
+// (footprint.h), and F, I and W each add their layer's TP collectives
+// (TensorParallelSeconds on TensorParallelLink), run after the compute
+// (no overlap assumed).
 LayerCostTable BuildLayerCosts(const ModelConfig& model, const DeviceSpec& device, const TrainingShape& shape);
+
+// The link a tensor-parallel group of t adjacent ranks (the plan's rank
+// order puts TP innermost, docs/PLAN_FORMAT.md) runs its rings on: the
+// intra-node link when t ranks fit a node (DeviceSpec::DataParallelLink's
+// rule), else the inter-node one.
+CommModel TensorParallelLink(const DeviceSpec& device, int tp_size);
+
+// Seconds of `collectives` over a ring of t ranks on `link`, one after the
+// other (planner/data_parallel.h: all-reduce 2(t-1)/t n / bw + latency,
+// reduce-scatter and all-gather (t-1)/t n / bw + latency; Patarasuk & Yuan
+// 2009). 0 for t = 1.
+double TensorParallelSeconds(const std::vector<Collective>& collectives, int tp_size, const CommModel& link);
 
 // A contiguous split of the layer list: stage s holds layers
 // [boundaries[s], boundaries[s+1]); boundaries.front() == 0,

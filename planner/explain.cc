@@ -141,7 +141,8 @@ std::string FormatCandidateTable(const SearchResult& r) {
 
 std::string FormatRejectionSummary(const SearchResult& r) {
   std::string out;
-  const RejectKind kinds[] = {RejectKind::kMemory, RejectKind::kRequest, RejectKind::kCosts, RejectKind::kSchedule};
+  const RejectKind kinds[] = {RejectKind::kMemory, RejectKind::kRequest, RejectKind::kCosts, RejectKind::kSchedule,
+                              RejectKind::kBound};
   int rejected = 0;
   for (const Candidate& c : r.candidates) rejected += c.feasible ? 0 : 1;
   if (rejected > 0) {
@@ -175,6 +176,40 @@ std::string CandidateName(const Candidate& c) {
 
 }  // namespace
 
+std::string LayoutName(int tp_size, int pp_size, int dp_size) {
+  return Row("TP%d x PP%d x DP%d", tp_size, pp_size, dp_size);
+}
+
+std::string BubbleWarning(const SearchResult& r) {
+  const Candidate& best = r.candidates[r.chosen];
+  if (!(best.bubble_ratio > 0.5)) return "";
+  std::string out = Row("warning: the chosen plan's bubble ratio is %.3f (> 0.5): its devices idle %.0f %% of the step\n",
+                        best.bubble_ratio, 100.0 * best.bubble_ratio);
+  const Candidate* closest = nullptr;
+  int memory = 0;
+  for (const Candidate& c : r.candidates) {
+    if (c.reject != RejectKind::kMemory) continue;
+    ++memory;
+    if (!closest || (c.max_peak_bytes > 0 && c.max_peak_bytes < closest->max_peak_bytes)) closest = &c;
+  }
+  const int stages = r.pp_size * best.virtual_stages;
+  if (memory > 0) {
+    out += Row("  why: memory. %d candidates were rejected for memory, the closest %s: %s\n", memory,
+               CandidateName(*closest).c_str(), closest->reason.c_str());
+    out += "  the chosen order keeps few microbatches in flight to fit the limit, so the pipeline runs almost serially\n";
+  } else {
+    out += Row("  why: m=%d microbatches for %d stages (P=%d x v=%d)\n", best.batch.num_microbatches, stages,
+               r.pp_size, best.virtual_stages);
+  }
+  out += Row("  what would change it: %s--use-distributed-optimizer (ZeRO-1 shards the optimizer state over D), a "
+             "larger --pp (fewer layers per rank), --recompute-granularity full, more microbatches (--global-batch-size, "
+             "a smaller --micro-batch-size), or devices with more memory\n",
+             r.tp_size < 8 ? "--tensor-model-parallel-size up to the GPUs of a node (each rank holds 1/T of every "
+                             "layer), "
+                           : "");
+  return out;
+}
+
 std::string FormatPlanSummary(const SearchResult& r, int next_best) {
   const Candidate& best = r.candidates[r.chosen];
   std::string out;
@@ -204,11 +239,19 @@ std::string FormatPlanSummary(const SearchResult& r, int next_best) {
              FormatBytes(best.max_peak_bytes).c_str(), headroom.c_str());
   out += Row("  layers per stage: %s\n", FormatStageSizes(best.boundaries).c_str());
   if (r.dp_size > 1)
-    out += Row("  data parallel: P=%d x D=%d = %d devices, global batch %lld sequences; gradient %s %.6f s per "
+    out += Row("  data parallel: %s = %d devices, global batch %lld sequences; gradient %s %.6f s per "
                "step on the busiest rank, %.6f s of it exposed (not hidden behind compute)\n",
-               r.pp_size, r.dp_size, r.pp_size * r.dp_size, static_cast<long long>(best.batch.global_batch_size),
+               r.tp_size > 1 ? LayoutName(r.tp_size, r.pp_size, r.dp_size).c_str()
+                             : Row("P=%d x D=%d", r.pp_size, r.dp_size).c_str(),
+               r.tp_size * r.pp_size * r.dp_size, static_cast<long long>(best.batch.global_batch_size),
                r.distributed_optimizer ? "reduce-scatter + all-gather (ZeRO-1)" : "all-reduce", best.reduce_s,
                best.reduce_exposed_s);
+  if (r.tp_size > 1)
+    out += Row("  tensor parallel: T=%d ranks share every layer%s; costs and bytes above are per TP rank and include "
+               "the TP collectives\n",
+               r.tp_size, r.sequence_parallel ? " (sequence parallel)" : "");
+  for (const std::string& note : r.notes) out += "  note: " + note + "\n";
+  out += BubbleWarning(r);
   return out;
 }
 
@@ -220,6 +263,10 @@ nlohmann::json CandidatesToJson(const SearchResult& r) {
   if (r.dp_size > 1) {
     j["dp_size"] = r.dp_size;
     j["distributed_optimizer"] = r.distributed_optimizer;
+  }
+  if (r.tp_size > 1) {
+    j["tp_size"] = r.tp_size;
+    j["sequence_parallel"] = r.sequence_parallel;
   }
   nlohmann::json list = nlohmann::json::array();
   for (const Candidate& c : r.candidates) {
@@ -261,10 +308,10 @@ nlohmann::json CandidatesToJson(const SearchResult& r) {
 }
 
 std::string FormatDeviceSplits(const DeviceSplitSearch& search) {
-  std::string out = Row("splits of %d devices into P pipeline ranks x D data-parallel replicas (best candidate of "
-                        "each):\n", search.num_devices);
-  out += Row("  %-4s %4s %5s  %-17s %2s %5s %3s %-9s %11s %9s %7s %11s %11s %9s\n", "", "P", "D", "schedule", "v",
-             "m", "b", "recompute", "step_s", "vs best", "bubble", "reduce_s", "exposed_s", "peak GiB");
+  std::string out = Row("splits of %d devices into T tensor-parallel x P pipeline x D data-parallel ranks (best "
+                        "candidate of each):\n", search.num_devices);
+  out += Row("  %-2s %-22s %-6s %-17s %2s %5s %3s %-9s %11s %9s %7s %11s %11s %9s\n", "", "layout", "ZeRO", "schedule",
+             "v", "m", "b", "recompute", "step_s", "vs best", "bubble", "reduce_s", "exposed_s", "peak GiB");
   const double best_step =
       search.chosen >= 0
           ? search.splits[search.chosen].result.candidates[search.splits[search.chosen].result.chosen].step_s
@@ -272,15 +319,17 @@ std::string FormatDeviceSplits(const DeviceSplitSearch& search) {
   for (size_t k = 0; k < search.splits.size(); ++k) {
     const DeviceSplit& sp = search.splits[k];
     const char* mark = static_cast<int>(k) == search.chosen ? "*" : "";
+    const std::string layout = LayoutName(sp.tp_size, sp.pp_size, sp.dp_size);
+    const char* zero = sp.distributed_optimizer ? "ZeRO-1" : "-";
     if (!sp.feasible()) {
-      out += Row("  %-4s %4d %5d  %s%s\n", mark, sp.pp_size, sp.dp_size, sp.searched ? "" : "not searched: ",
+      out += Row("  %-2s %-22s %-6s %s%s\n", mark, layout.c_str(), zero, sp.searched ? "" : "not searched: ",
                  sp.reason.substr(0, sp.reason.find('\n')).c_str());
       continue;
     }
     const Candidate& c = sp.result.candidates[sp.result.chosen];
     const double pct = best_step > 0 ? 100.0 * (c.step_s - best_step) / best_step : 0.0;
-    out += Row("  %-4s %4d %5d  %-17s %2d %5d %3lld %-9s %11.5f %+8.2f%% %7.4f %11.5f %11.5f %9.2f\n", mark,
-               sp.pp_size, sp.dp_size, c.schedule.c_str(), c.virtual_stages, c.batch.num_microbatches,
+    out += Row("  %-2s %-22s %-6s %-17s %2d %5d %3lld %-9s %11.5f %+8.2f%% %7.4f %11.5f %11.5f %9.2f\n", mark,
+               layout.c_str(), zero, c.schedule.c_str(), c.virtual_stages, c.batch.num_microbatches,
                static_cast<long long>(c.batch.micro_batch_size), c.recompute.c_str(), c.step_s, pct, c.bubble_ratio,
                c.reduce_s, c.reduce_exposed_s, GiB(c.max_peak_bytes));
   }
@@ -294,8 +343,12 @@ nlohmann::json DeviceSplitsToJson(const DeviceSplitSearch& search) {
   nlohmann::json list = nlohmann::json::array();
   for (const DeviceSplit& sp : search.splits) {
     nlohmann::json e;
+    e["tp_size"] = sp.tp_size;
     e["pp_size"] = sp.pp_size;
     e["dp_size"] = sp.dp_size;
+    e["distributed_optimizer"] = sp.distributed_optimizer;
+    e["sequence_parallel"] = sp.sequence_parallel;
+    e["lower_bound_s"] = sp.lower_bound_s;
     e["feasible"] = sp.feasible();
     if (!sp.feasible()) {
       e["reason"] = sp.reason;

@@ -18,6 +18,16 @@ std::string FormatBytes(int64_t bytes);
 // "512MiB", "1.5TiB". InvalidArgument names `flag`.
 StatusOr<int64_t> ParseBytes(const std::string& text, const std::string& flag = "--memory-limit");
 
+// The layout the way people say it: "TP4 x PP8 x DP4" (T, P, D; a factor
+// of 1 is kept, so the three always show).
+std::string LayoutName(int tp_size, int pp_size, int dp_size);
+
+// When the chosen candidate's bubble ratio exceeds 0.5: a warning that says
+// why (the memory rejections of candidates with more microbatches in flight,
+// or too few microbatches for the stages) and what would change it; "" else.
+// REQUIRES: result.chosen >= 0.
+std::string BubbleWarning(const SearchResult& result);
+
 // The ranked table: one row per feasible candidate (rank, schedule, v, m, b,
 // recompute, predicted step time, makespan, steady step, bubble ratio, peak
 // memory per rank max/min, stage sizes), then every rejected one with its
@@ -35,7 +45,8 @@ std::string FormatRejectionSummary(const SearchResult& result);
 // the objective and limit, the rejection summary, the next `next_best`
 // feasible candidates with their step time's difference to the chosen one
 // (percent) and what differs, and last the chosen candidate with why it won
-// (its step time, bubble, peak against the limit, split). REQUIRES:
+// (its step time, bubble, peak against the limit, split), and
+// BubbleWarning's lines. REQUIRES:
 // result.chosen >= 0.
 std::string FormatPlanSummary(const SearchResult& result, int next_best = 4);
 
@@ -46,13 +57,15 @@ std::string FormatPlanSummary(const SearchResult& result, int next_best = 4);
 //  "smallest_feasible_pp": ..., "smaller_pp_reason": ...}
 nlohmann::json CandidatesToJson(const SearchResult& result);
 
-// The --num-devices table: one row per split P x D (ascending P) with its
+// The --num-devices table: one row per split T x P x D (ascending T, P,
+// ZeRO-1 off before on) with its
 // best candidate (schedule, v, m, b, recompute, step time and its difference
 // to the chosen split, bubble, all-reduce time and its exposed part, peak
 // memory), or why no candidate of the split fits. The chosen row is marked '*'.
 std::string FormatDeviceSplits(const DeviceSplitSearch& search);
 
-// {"num_devices": N, "chosen": k, "splits": [{"pp_size", "dp_size",
+// {"num_devices": N, "chosen": k, "splits": [{"tp_size", "pp_size", "dp_size",
+//  "distributed_optimizer", "sequence_parallel", "lower_bound_s",
 //  "feasible", "reason" | ("schedule", "v", "m", "micro_batch_size",
 //  "recompute", "step_s", "bubble_ratio", "reduce_s", "reduce_exposed_s",
 //  "peak_memory_bytes")}]}: the table above, for tools and the plan's

@@ -41,6 +41,8 @@ StatusOr<Plan> BuildPlan(const SearchResult& r, const PlannerModel& model, const
   t.clip_grad_norm = o.clip_grad_norm;
   t.distributed_optimizer = o.distributed_optimizer && o.dp_size > 1;
   plan.training = t;
+  plan.tp_size = o.tp_size;
+  plan.sequence_parallel = SequenceParallelOn(o);
   nlohmann::json planner = CandidatesToJson(r);
   if (model.device) plan.device = *model.device;
   std::vector<int64_t> transient;

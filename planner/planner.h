@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,29 @@ struct PlannerOptions {
   // --use-distributed-optimizer: ZeRO-1 (AdamW state sharded over the D
   // replicas; reduce-scatter + all-gather instead of all-reduce).
   bool distributed_optimizer = false;
+  // --tensor-model-parallel-size / --tp (T): ranks sharing every layer of a
+  // stage (Megatron TP, Shoeybi et al. 2019); world size T x P x D. Costs
+  // and bytes are per TP rank (models/spec/footprint.h). T > 1 needs a HF
+  // model config (a layer-cost file or profile costs one device).
+  int tp_size = 1;
+  // --sequence-parallel / --no-sequence-parallel (Korthikanti et al. 2022);
+  // unset = on when T > 1 (SequenceParallelOn).
+  std::optional<bool> sequence_parallel;
+  // --num-devices only: search every T (T <= gpus_per_node, dividing heads,
+  // kv heads and the MLP width) instead of the fixed tp_size (--tp given).
+  bool search_tensor_parallel = false;
+  // --num-devices only: search ZeRO-1 on and off for every split with D >= 2
+  // (--use-distributed-optimizer given: on only).
+  bool search_distributed_optimizer = false;
+  // Branch and bound: a candidate whose step lower bound
+  // (CandidateSearch::LowerBound) exceeds the best step found so far, or
+  // step_cutoff_s, is not simulated (RejectKind::kBound); in
+  // SearchDeviceSplits also whole splits (DeviceSplit::lower_bound_s). The
+  // chosen plan is the one the full search chooses, but the other splits'
+  // rows then show only what beats it. Off by default (every candidate
+  // simulated); `pipewright plan --num-devices` turns it on.
+  bool prune_by_bound = false;
+  double step_cutoff_s = std::numeric_limits<double>::infinity();
   std::optional<int> num_microbatches;         // --num-microbatches (m)
   std::optional<int64_t> micro_batch_size;     // --micro-batch-size (b); unset = try 1, 2, 4, 8
   std::optional<int64_t> global_batch_size;    // --global-batch-size (sequences per step)
@@ -89,6 +113,9 @@ struct PlannerOptions {
   // The CLI prints progress from it when a search takes seconds; unset = none.
   std::function<void(int pp_size, int done, int family, int families, const std::string& name)> progress;
 };
+
+// Whether sequence parallelism is on: T > 1 and not turned off.
+bool SequenceParallelOn(const PlannerOptions& options);
 
 // What is being planned: a HF config (costs derived with `device`), or a
 // fixed layer-cost table (device optional: its comm/memory are used if given),
@@ -135,8 +162,9 @@ enum class RejectKind {
   kMemory,    // over the memory limit
   kCosts,     // no costs for this shape (a layer-cost file or profile made for another)
   kSchedule,  // the schedules core refused it (generator, validator, lowering, simulator)
+  kBound,     // not simulated: its step lower bound exceeds a step already found (prune_by_bound)
 };
-// "request", "memory", "costs", "schedule" ("" for kNone).
+// "request", "memory", "costs", "schedule", "bound" ("" for kNone).
 const char* RejectKindName(RejectKind kind);
 
 struct Candidate {
@@ -181,6 +209,10 @@ struct SearchResult {
   int pp_size = 0;
   int dp_size = 1;
   bool distributed_optimizer = false;
+  int tp_size = 1;
+  bool sequence_parallel = false;
+  // Notes for people (e.g. T above gpus_per_node on a CPU device).
+  std::vector<std::string> notes;
   std::vector<Candidate> candidates;  // ranked: feasible by step time, then rejected in search order
   int chosen = -1;                    // index into candidates, -1 if none fits
   std::optional<MinPipeline> min_pp;  // when options.find_min_pp
@@ -209,11 +241,21 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
 // Same inputs -> byte-identical PlanToJson. InvalidArgument if nothing chosen.
 StatusOr<Plan> BuildPlan(const SearchResult& result, const PlannerModel& model, const PlannerOptions& options);
 
-// --num-devices N: one search per split P x D = N (P from 1 to the layer
-// count, D = N / P), each as SearchPlans with find_min_pp off.
+// --num-devices N: one search per split T x P x D = N (T fixed by --tp or,
+// with search_tensor_parallel, every T <= gpus_per_node dividing N, the heads,
+// kv heads and MLP width; P from 1 to the layer count; ZeRO-1 off and on when
+// search_distributed_optimizer and D >= 2), each as EvaluateCandidates with
+// find_min_pp off.
 struct DeviceSplit {
+  int tp_size = 1;
   int pp_size = 0;
   int dp_size = 0;
+  bool distributed_optimizer = false;
+  bool sequence_parallel = false;
+  // A lower bound of any candidate's step (the busiest rank's compute at the
+  // best micro-batch size, no recompute): splits are searched in its order
+  // and skipped once it exceeds the best step found.
+  double lower_bound_s = 0;
   bool searched = false;   // false: refused before searching (reason says why)
   std::string reason;      // why no candidate of this split fits or why it was not searched (empty if one fits)
   SearchResult result;     // when searched
@@ -221,12 +263,15 @@ struct DeviceSplit {
 };
 struct DeviceSplitSearch {
   int num_devices = 0;
-  std::vector<DeviceSplit> splits;  // ascending P
+  std::vector<DeviceSplit> splits;  // ascending (T, P, ZeRO-1)
   int chosen = -1;                  // index of the split with the best step time (ties: smaller P), -1 if none fits
 };
-// Runs the --num-devices search (options.pp_size and dp_size are ignored).
-// A split is refused without searching when D does not divide the global
-// batch (naming the numbers) or the static bytes cannot fit P ranks.
+// Runs the --num-devices search (options.pp_size and dp_size are ignored;
+// tp_size too when search_tensor_parallel). A split is refused without
+// searching when D does not divide the global batch (naming the numbers),
+// the static bytes cannot fit P ranks, or (prune_by_bound) its lower bound
+// exceeds the best step found (branch and bound: the chosen plan is the one
+// a full search would choose). InvalidArgument when --tp does not divide N.
 // Errors: InvalidArgument for num_devices < 1 and for flag errors that hold
 // for every split; Infeasible when no split fits (every split's reason in
 // the message).

@@ -131,8 +131,10 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   for (const TimelineRank& r : t.ranks)
     for (const TimelineBlock& b : r.compute)
       max_microbatch = std::max({max_microbatch, b.action.microbatch, b.action.b_microbatch});
-  std::string out = Fmt("%s: %s, P=%d ranks, S=%d stages, m=%d microbatches\n", t.title.c_str(), t.kind.c_str(),
-                        t.pp_size, t.num_stages, t.num_microbatches);
+  std::string out = Fmt("%s: %s, P=%d ranks, S=%d stages, m=%d microbatches%s\n", t.title.c_str(), t.kind.c_str(),
+                        t.pp_size, t.num_stages, t.num_microbatches,
+                        t.tp_size > 1 ? Fmt(", T=%d tensor-parallel ranks per lane (per-TP-rank costs)", t.tp_size).c_str()
+                                      : "");
   if (t.makespan_s <= 0 || min_dur <= 0) return out + "(no compute time to draw)\n";
 
   const TimeWindow win = options.window ? ChooseWindow(t, avail, 1.0) : FullWindow(t);

@@ -42,6 +42,7 @@ StatusOr<Timeline> TimelineOfPlan(const Plan& plan, const std::string& source) {
   Timeline t = TimelineFromSimulation(program, costs, *sim, DisplayName(plan.schedule) + " (" + BaseName(source) + ")",
                                       plan.schedule, plan.memory_limit_bytes);
   t.static_memory = StaticMemoryOf(plan);
+  t.tp_size = plan.tp_size;
   return t;
 }
 

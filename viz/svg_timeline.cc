@@ -218,9 +218,10 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
   if (o.header) {
     s += "<text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">" + XmlEscape(t.title) + "</text>\n";
     s += "<text class=\"summary\" x=\"10\" y=\"44\">" +
-         XmlEscape(Fmt("%s: P=%d, S=%d, m=%d | makespan %s | steady step %s | bubble ratio %.4f", t.kind.c_str(),
-                       t.pp_size, t.num_stages, t.num_microbatches, FormatSeconds(t.makespan_s).c_str(),
-                       FormatSeconds(t.steady_step_s).c_str(), t.bubble_ratio)) +
+         XmlEscape(Fmt("%s: P=%d%s, S=%d, m=%d | makespan %s | steady step %s | bubble ratio %.4f", t.kind.c_str(),
+                       t.pp_size, t.tp_size > 1 ? Fmt(" (x T=%d per lane)", t.tp_size).c_str() : "", t.num_stages,
+                       t.num_microbatches, FormatSeconds(t.makespan_s).c_str(), FormatSeconds(t.steady_step_s).c_str(),
+                       t.bubble_ratio)) +
          "</text>\n";
   }
 

@@ -63,6 +63,10 @@ struct Timeline {
   // Data-parallel replicas (REDUCE_GRAD spans sit on the comm lanes); a
   // trace read back does not record it: 2 when it holds reductions.
   int dp_size = 1;
+  // Tensor-parallel ranks per pipeline rank (a plan's tp_size): one lane
+  // still stands for one pipeline rank, whose T ranks run its list in
+  // lockstep; the headers state T when it is > 1.
+  int tp_size = 1;
   std::vector<int> stage_to_rank;
   std::vector<TimelineRank> ranks;  // size pp_size
   std::vector<TimelineMessage> messages;

@@ -21,6 +21,9 @@ Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm) {
 StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_fifo_per_pair) {
   if (plan.dp_size < 1)
     return Status::InvalidArgument("plan field 'dp_size' is " + std::to_string(plan.dp_size) + ": must be >= 1");
+  if (plan.tp_size > 1)
+    return Status::InvalidArgument("plan has tp_size=" + std::to_string(plan.tp_size) +
+                                   ": tensor parallelism is planned but not yet executed: plan with --tp 1");
   // World = pp_size x dp_size ranks (docs/DATA_PARALLEL.md).
   const int64_t ranks = static_cast<int64_t>(plan.pp_size) * plan.dp_size;
   if (world_size != ranks) {

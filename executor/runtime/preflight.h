@@ -24,6 +24,8 @@ struct CheckedPlan {
 };
 
 // Local checks, deterministic (same result on every rank):
+//  - tp_size == 1 ("plan has tp_size=4: tensor parallelism is planned but
+//    not yet executed: plan with --tp 1");
 //  - world_size == plan.pp_size x plan.dp_size ("plan is for pp_size=2 x
 //    dp_size=2 = 4 ranks but 3 were started (mpirun -np 3); run with -np 4");
 //  - ValidateProgram on the plan's action lists, eager semantics (PLAN_FORMAT

@@ -1,5 +1,7 @@
 #include "models/spec/footprint.h"
 
+#include <algorithm>
+
 namespace pw {
 
 const char* RecomputeName(Recompute r) {
@@ -105,14 +107,80 @@ int64_t TotalParameters(const ModelConfig& model) {
   return total;
 }
 
+const char* CollectiveKindName(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce: return "all-reduce";
+    case CollectiveKind::kReduceScatter: return "reduce-scatter";
+    case CollectiveKind::kAllGather: return "all-gather";
+  }
+  return "?";
+}
+
+int64_t PaddedVocab(int64_t vocab, int tp_size) {
+  if (tp_size <= 1) return vocab;
+  const int64_t multiple = int64_t{128} * tp_size;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+Status CheckTensorParallel(const ModelConfig& m, int t, bool sp, int64_t seq_length) {
+  const std::string flag = "--tensor-model-parallel-size " + std::to_string(t);
+  if (t < 1) return Status::InvalidArgument("--tensor-model-parallel-size must be >= 1, got " + std::to_string(t));
+  if (m.num_heads % t != 0)
+    return Status::InvalidArgument(flag + " does not divide the model's " + std::to_string(m.num_heads) +
+                                   " attention heads (each TP rank holds a / t heads)");
+  if (m.num_kv_heads % t != 0)
+    return Status::InvalidArgument(flag + " does not divide the model's " + std::to_string(m.num_kv_heads) +
+                                   " kv heads (each TP rank holds k / t of them)");
+  if (m.ffn % t != 0)
+    return Status::InvalidArgument(flag + " does not divide the MLP width " + std::to_string(m.ffn) +
+                                   " (each TP rank holds f / t columns)");
+  if (sp && t == 1)
+    return Status::InvalidArgument("--sequence-parallel needs --tensor-model-parallel-size > 1 (it shards the "
+                                   "sequence over the tensor-parallel ranks)");
+  if (sp && seq_length % t != 0)
+    return Status::InvalidArgument("--sequence-parallel with " + flag + ": the sequence length " +
+                                   std::to_string(seq_length) + " is not a multiple of " + std::to_string(t));
+  return Status::Ok();
+}
+
+int64_t HeldParamsPerTensorRank(const ModelConfig& m, const LayerSpec& layer, int t) {
+  if (t <= 1) return layer.held_params;
+  const int64_t h = m.hidden, q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim, f = m.ffn;
+  const int64_t table = PaddedVocab(m.vocab, t) * h / t;
+  switch (layer.kind) {
+    case LayerKind::kEmbedding:
+      return table + (m.learned_positions ? m.max_positions * h : 0);
+    case LayerKind::kHead:
+      return NormParams(m) + table;
+    case LayerKind::kBlock: {
+      int64_t p = BlockMatmulParams(m) / t + 2 * NormParams(m);
+      if (m.attention_bias) p += (q + 2 * kv) / t + h;
+      else if (m.qkv_bias) p += (q + 2 * kv) / t;
+      if (m.mlp_bias) p += m.gated_mlp ? 2 * f / t + h : f / t + h;
+      return p;
+    }
+  }
+  return layer.held_params;
+}
+
 LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, const TrainingShape& shape) {
   LayerFootprint fp;
-  const int64_t b = shape.micro_batch_size, s = shape.seq_length, h = m.hidden, f = m.ffn, V = m.vocab;
+  const int64_t b = shape.micro_batch_size, s = shape.seq_length, h = m.hidden, f = m.ffn;
+  const int64_t t = std::max(shape.tp_size, 1);
+  const bool sp = shape.sequence_parallel && t > 1;
+  const int64_t V = PaddedVocab(m.vocab, static_cast<int>(t));
   const int64_t a = m.num_heads, q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
   const int64_t e = ActivationElementBytes(shape.precision);
   const int64_t sb = s * b, sbh = s * b * h;
   const double bs = static_cast<double>(b) * s;
-  fp.static_bytes = layer.held_params * StaticBytesPerParam(shape.precision);
+  // Bytes outside the tensor-parallel regions: whole on every TP rank, or a
+  // sequence shard with SP. Inside them: split by heads / MLP columns.
+  auto outside = [&](int64_t bytes) { return sp ? (bytes + t - 1) / t : bytes; };
+  auto inside = [&](int64_t bytes) { return (bytes + t - 1) / t; };
+  fp.static_bytes = HeldParamsPerTensorRank(m, layer, static_cast<int>(t)) * StaticBytesPerParam(shape.precision);
+  // One all-reduce (or with SP: reduce-scatter then all-gather) of sbh e.
+  const Collective ar{CollectiveKind::kAllReduce, sbh * e}, rs{CollectiveKind::kReduceScatter, sbh * e},
+      ag{CollectiveKind::kAllGather, sbh * e};
 
   switch (layer.kind) {
     case LayerKind::kEmbedding: {
@@ -121,27 +189,37 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
       const double row_bytes = bs * static_cast<double>(h * e);
       fp.memory_traffic_f = (m.learned_positions ? 3.0 : 2.0) * row_bytes;
       fp.memory_traffic_w = 3.0 * row_bytes;
-      fp.activation_bytes = 8 * sb + (m.dropout ? sbh : 0);  // int64 ids (+ dropout mask)
-      fp.wstash_bytes = 8 * sb + sbh * e;                     // ids + gradient of the output
-      fp.output_bytes = sbh * e;
+      fp.activation_bytes = 8 * sb + (m.dropout ? outside(sbh) : 0);  // int64 ids (+ dropout mask)
+      fp.wstash_bytes = 8 * sb + sbh * e;                              // ids + gradient of the output
+      fp.output_bytes = outside(sbh * e);
       fp.input_grad_bytes = 0;
+      if (t > 1) {
+        fp.tp_comm_f.push_back(sp ? rs : ar);  // vocab-parallel lookup: partial rows summed
+        if (sp) fp.tp_comm_w.push_back(ag);    // the output gradient, gathered back to s
+      }
       break;
     }
     case LayerKind::kBlock: {
       const double mm = static_cast<double>(BlockMatmulParams(m));
       const double core = 4.0 * bs * static_cast<double>(s) * static_cast<double>(q);  // QK^T and scores x V
-      fp.flops_f = 2.0 * bs * mm + core;
-      fp.flops_i = 2.0 * bs * mm + 2.0 * core;
-      fp.flops_w = 2.0 * bs * mm;
-      // Activation bytes kept for the backward, Korthikanti et al. 2022 §4.1.
-      int64_t kept = 2 * sbh * e               // two norm inputs
-                     + sbh * e                  // QKV GEMM input
-                     + sb * (q + 2 * kv) * e    // Q, K, V
-                     + sb * q * e               // output projection input
-                     + (m.dropout ? sbh : 0);   // attention-output dropout mask
-      kept += m.gated_mlp ? sbh * e + 4 * sb * f * e             // input, gate, SiLU, up, down input
-                          : sbh * e + 2 * sb * f * e + (m.dropout ? sbh : 0);  // fc1 in, act in, fc2 in, mask
-      const int64_t scores = a * s * sb * e + (m.dropout ? a * s * sb + a * s * sb * e : 0);
+      fp.flops_f = (2.0 * bs * mm + core) / static_cast<double>(t);
+      fp.flops_i = (2.0 * bs * mm + 2.0 * core) / static_cast<double>(t);
+      fp.flops_w = 2.0 * bs * mm / static_cast<double>(t);
+      // Activation bytes kept for the backward, Korthikanti et al. 2022 §4.1
+      // (t = 1) and §4.2 (the split under tensor / sequence parallelism).
+      int64_t kept = outside(2 * sbh * e)              // two norm inputs
+                     + outside(sbh * e)                 // QKV GEMM input
+                     + inside(sb * (q + 2 * kv) * e)    // Q, K, V
+                     + inside(sb * q * e)               // output projection input
+                     + (m.dropout ? outside(sbh) : 0);  // attention-output dropout mask
+      kept += m.gated_mlp ? outside(sbh * e) + inside(4 * sb * f * e)  // input, gate, SiLU, up, down input
+                          : outside(sbh * e) + inside(2 * sb * f * e) + (m.dropout ? outside(sbh) : 0);
+      const int64_t scores = inside(a * s * sb * e + (m.dropout ? a * s * sb + a * s * sb * e : 0));
+      const int64_t input = outside(sbh * e);
+      const std::vector<Collective> forward_comm =
+          t == 1 ? std::vector<Collective>{} : sp ? std::vector<Collective>{ag, rs, ag, rs} : std::vector<Collective>{ar, ar};
+      fp.tp_comm_f = forward_comm;
+      fp.tp_comm_i = forward_comm;  // the backward of each f / g operator (Shoeybi et al. 2019 Fig. 3)
       switch (shape.recompute) {
         case Recompute::kNone:
           fp.activation_bytes = kept + scores;
@@ -149,32 +227,40 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
         case Recompute::kSelective:
           fp.activation_bytes = kept;
           fp.transient_bytes = scores;
-          fp.flops_i += core;  // the attention core's forward runs again before I
+          fp.flops_i += core / static_cast<double>(t);  // the attention core's forward runs again before I
           break;
         case Recompute::kFull:
-          fp.activation_bytes = sbh * e;  // the block input only
-          fp.transient_bytes = kept + scores - sbh * e;
-          fp.flops_i += fp.flops_f;  // the whole forward runs again before I
+          fp.activation_bytes = input;  // the block input only
+          fp.transient_bytes = kept + scores - input;
+          fp.flops_i += fp.flops_f;  // the whole forward runs again before I, with its collectives
+          fp.tp_comm_i.insert(fp.tp_comm_i.end(), forward_comm.begin(), forward_comm.end());
           break;
       }
       // W needs each GEMM's input and the gradient of its output (ZB paper,
-      // Qi et al. 2024 Table 1: M_W = 32 sbh for GPT).
-      const int64_t gemm_inputs = h + q + (m.gated_mlp ? h + f : h + f);
-      const int64_t output_grads = (q + 2 * kv) + h + (m.gated_mlp ? 2 * f + h : f + h);
-      fp.wstash_bytes = sb * (gemm_inputs + output_grads) * e;
-      fp.output_bytes = sbh * e;
-      fp.input_grad_bytes = sbh * e;
+      // Qi et al. 2024 Table 1: M_W = 32 sbh for GPT): inside terms / t,
+      // the norm-side inputs and output gradients outside.
+      const int64_t gemm_inputs = outside(sb * 2 * h * e) + inside(sb * (q + f) * e);
+      const int64_t output_grads = inside(sb * ((q + 2 * kv) + (m.gated_mlp ? 2 * f : f)) * e) + outside(sb * 2 * h * e);
+      fp.wstash_bytes = gemm_inputs + output_grads;
+      fp.output_bytes = input;
+      fp.input_grad_bytes = input;
       break;
     }
     case LayerKind::kHead: {
-      const double mm = static_cast<double>(h * V);
+      const double mm = static_cast<double>(h * V) / static_cast<double>(t);
       fp.flops_f = 2.0 * bs * mm;
       fp.flops_i = 2.0 * bs * mm;
       fp.flops_w = 2.0 * bs * mm;
-      fp.activation_bytes = 2 * sbh * e + 4 * sb * V;  // norm + LM-head inputs, fp32 logits for the loss
-      fp.wstash_bytes = sbh * e + sb * V * e;          // LM-head input + gradient of the logits
-      fp.output_bytes = 4;                             // the fp32 loss
-      fp.input_grad_bytes = sbh * e;
+      // Norm + LM-head inputs, fp32 logits (the rank's vocabulary slice) for the loss.
+      fp.activation_bytes = outside(2 * sbh * e) + inside(4 * sb * V);
+      fp.wstash_bytes = outside(sbh * e) + inside(sb * V * e);  // LM-head input + gradient of the logits
+      fp.output_bytes = 4;                                        // the fp32 loss
+      fp.input_grad_bytes = outside(sbh * e);
+      if (t > 1) {
+        if (sp) fp.tp_comm_f.push_back(ag);  // the head's input, gathered to the whole sequence
+        for (int k = 0; k < 3; ++k) fp.tp_comm_f.push_back(Collective{CollectiveKind::kAllReduce, 4 * sb});
+        fp.tp_comm_i.push_back(sp ? rs : ar);
+      }
       break;
     }
   }

@@ -64,7 +64,34 @@ struct TrainingShape {
   int64_t seq_length = 1024;     // s, tokens per sequence
   Recompute recompute = Recompute::kNone;
   Precision precision = Precision::kMixedBf16;
+  // Tensor parallelism (Megatron-LM: Shoeybi et al. 2019, arXiv:1909.08053
+  // §3; --tensor-model-parallel-size): t ranks share every layer. Each
+  // footprint is then per TP rank: GEMM weights and FLOPs divided by t
+  // (attention heads and kv heads split, norms replicated), activations per
+  // Korthikanti et al. 2022 §4.2, and the layer's TP collectives listed.
+  int tp_size = 1;
+  // --sequence-parallel (Korthikanti et al. 2022 §4.2.2): the norm and
+  // dropout regions run on s/t sequence shards; all-gather + reduce-scatter
+  // replace each all-reduce. Only with tp_size > 1.
+  bool sequence_parallel = false;
 };
+
+// Megatron's padded vocabulary for tensor parallelism: V rounded up to a
+// multiple of 128 t (Megatron-LM `_vocab_size_with_padding`,
+// --make-vocab-size-divisible-by 128, times t) so that each TP rank holds
+// an equal slice of the embedding and the LM head. pipewright pads only
+// when t > 1 (a t = 1 plan keeps the unpadded V, as before tensor
+// parallelism; the difference is < 128 rows). Published parameter counts
+// (LayerSpec::params) stay unpadded.
+int64_t PaddedVocab(int64_t vocab, int tp_size);
+
+// Checks a tensor-parallel size against `model` before any costing.
+// InvalidArgument naming --tensor-model-parallel-size when t < 1 or t does
+// not divide the heads a, the kv heads k or the MLP width f (Megatron's
+// column/row-parallel split of each), and naming --sequence-parallel when it
+// is asked with t = 1 or s is not a multiple of t (the sequence shards).
+Status CheckTensorParallel(const ModelConfig& model, int tp_size, bool sequence_parallel, int64_t seq_length);
+
 
 enum class LayerKind { kEmbedding, kBlock, kHead };
 // "embedding", "block", "head".
@@ -94,6 +121,23 @@ std::vector<LayerSpec> BuildLayerList(const ModelConfig& model);
 // Llama-2-7B 6,738,415,616).
 int64_t TotalParameters(const ModelConfig& model);
 
+// Parameters one TP rank of `layer` holds (LayerSpec::held_params split by
+// Megatron's layout, Shoeybi et al. 2019 §3): block GEMM weights / t,
+// column-parallel biases (QKV, fc1 / gate and up) / t, row-parallel biases
+// (projection, fc2 / down) and norms whole; embedding and LM head PaddedVocab
+// x h / t (vocab-parallel) plus whole position table and final norm. t = 1:
+// held_params.
+int64_t HeldParamsPerTensorRank(const ModelConfig& model, const LayerSpec& layer, int tp_size);
+
+// One collective of a tensor-parallel group (its t ranks, a ring).
+enum class CollectiveKind { kAllReduce, kReduceScatter, kAllGather };
+// "all-reduce", "reduce-scatter", "all-gather".
+const char* CollectiveKindName(CollectiveKind k);
+struct Collective {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  int64_t bytes = 0;  // the whole (unsharded) tensor, bytes
+};
+
 // One layer, one microbatch.
 struct LayerFootprint {
   // FLOPs (a GEMM m x k . k x n counts 2mnk). F = forward; I = input-gradient
@@ -112,6 +156,10 @@ struct LayerFootprint {
   int64_t static_bytes = 0;      // held_params * StaticBytesPerParam
   int64_t output_bytes = 0;      // the forward output sent to the next stage (b s h e; head: the fp32 loss)
   int64_t input_grad_bytes = 0;  // the gradient of its input sent backward (b s h e; embedding: 0)
+  // Tensor parallelism (t > 1): the collectives of the layer's F, I and W
+  // (Megatron's f/g operators, Shoeybi et al. 2019 §3 Fig. 3; with sequence
+  // parallelism Korthikanti et al. 2022 §4.2.2 Fig. 6). Empty for t = 1.
+  std::vector<Collective> tp_comm_f, tp_comm_i, tp_comm_w;
 };
 
 // Footprint of `layer` of `model` under `shape`. Activation bytes, per block
@@ -133,6 +181,24 @@ struct LayerFootprint {
 // `compute_activation_memory`, first-stage terms). Head: norm and LM-head
 // inputs 2 sbh e + fp32 logits 4 sbV (Megatron: 4 sbh (1 + V/h)).
 // Recompute applies to decoder blocks only (as Megatron).
+// Tensor parallelism (shape.tp_size = t > 1), per TP rank: FLOPs of blocks
+// and head / t (the head over PaddedVocab); static bytes of
+// HeldParamsPerTensorRank; activations (Korthikanti et al. 2022 §4.2.2,
+// Table 2: sbh (10 + 24/t + 5as/(ht)) for their GPT block): the terms
+// inside the TP regions (Q, K, V, projection input, scores, MLP inner
+// width) / t, the norm inputs, GEMM inputs and dropout masks outside them
+// whole, or / t with sequence parallelism (sbh (34 + 5as/h) / t); full
+// recompute keeps the block input (/ t with SP); the head's fp32 logits
+// 4 sb V_pad / t. Messages to the next stage: sbh e, / t with SP.
+// Collectives (bytes = sbh e): block F two all-reduces (SP: an all-gather
+// before QKV and fc1, a reduce-scatter after the projection and fc2),
+// block I the same again (the input-gradient of the column-parallel GEMMs),
+// plus the forward's with full recompute; embedding F one all-reduce (SP:
+// reduce-scatter), W with SP one all-gather of the output gradient; head F
+// (SP: an all-gather of its input) plus the three all-reduces of the
+// vocab-parallel cross-entropy (max, sum of exponentials, target logit,
+// 4 sb bytes each: Megatron `_VocabParallelCrossEntropy`), head I one
+// all-reduce (SP: reduce-scatter).
 LayerFootprint ComputeFootprint(const ModelConfig& model, const LayerSpec& layer, const TrainingShape& shape);
 
 }  // namespace pw

@@ -385,6 +385,26 @@ TEST_F(MpiJobTest, BadRequestsAreRefused) {
   refused(Options(1), {"plan.json", "1048577 bytes", "ConfigMap"}, std::string(kMaxConfigMapBytes + 1, ' '));
 }
 
+// Tensor parallelism: T x P x D ranks, and every TP group (T consecutive
+// ranks) in one Worker pod.
+TEST_F(MpiJobTest, TensorParallelGroupsStayInOnePod) {
+  const std::string path = *dir_ + "/plan_tp2.json";
+  const std::string cmd = "plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp "
+                          "--schedule 1f1b --num-microbatches 4 --seq-length 16 --micro-batch-size 2 "
+                          "--model-config " + *dir_ + "/model.json --pp 2 --tp 2 -o " + path;
+  ASSERT_EQ(Cli(cmd), 0) << cmd;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  StatusOr<std::string> yaml = MpiJobYaml(ss.str(), "plan.json", Options(2));
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  EXPECT_NE(yaml->find("tp_size=2 pp_size=2 dp_size=1 ranks=4"), std::string::npos) << *yaml;
+  StatusOr<std::string> split = MpiJobYaml(ss.str(), "plan.json", Options(1));
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.status().message().find("--gpus-per-node 1: the plan's tp_size is 2"), std::string::npos)
+      << split.status().message();
+}
+
 TEST(Dns1123, Labels) {
   EXPECT_TRUE(IsDns1123Label("a"));
   EXPECT_TRUE(IsDns1123Label("pipewright-0a1b2c3d-worker-15"));

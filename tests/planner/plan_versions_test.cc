@@ -51,7 +51,7 @@ TEST(PlanVersions, Version1FilesAreReadAndConverted) {
   v1["version"] = 7;
   back = ParsePlan(v1.dump(), "v7.json");
   ASSERT_FALSE(back.ok());
-  EXPECT_NE(back.status().message().find("v7.json: version: this pipewright reads versions 1 and 2, the file is version 7"),
+  EXPECT_NE(back.status().message().find("v7.json: version: this pipewright reads versions 1 to 3, the file is version 7"),
             std::string::npos)
       << back.status().message();
 }

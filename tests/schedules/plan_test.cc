@@ -65,7 +65,7 @@ TEST(PlanFile, ErrorsNameTheField) {
       {[](nlohmann::json& d) { d["ranks"][1]["actions"][3] = "5X0"; }, "p.json: ranks[1].actions[3]: bad action '5X0'"},
       {[](nlohmann::json& d) { d["stages"][2]["layers"] = {3, 3}; }, "stages[2].layers: a stage may not be empty"},
       {[](nlohmann::json& d) { d["stages"][1]["cost_s"].erase("W"); }, "stages[1].cost_s.W: field is missing"},
-      {[](nlohmann::json& d) { d["version"] = 3; }, "version: this pipewright reads versions 1 and 2, the file is version 3"},
+      {[](nlohmann::json& d) { d["version"] = 4; }, "version: this pipewright reads versions 1 to 3, the file is version 4"},
       {[](nlohmann::json& d) { d["dp_size"] = 0; }, "dp_size: must be >= 1"},
       {[](nlohmann::json& d) { d["ranks"][0]["actions"][0] = "1F0"; }, "stage 1 lives on rank 1"},
       // `show` prints the schedule name: an escape sequence would reach the terminal.
