@@ -27,7 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const char* const kDir = "tests/testdata/tokenizers/";
+// The fixtures, from the source tree whatever the working directory.
+const std::string kDir = std::string(PW_SOURCE_DIR) + "/tests/testdata/tokenizers/";
 const char* const kFixtures[] = {"gpt2_bpe", "llama3_bpe", "metaspace_bpe", "llama2_bpe", "metaspace_first_bpe"};
 
 std::string Slurp(const std::string& path) {
