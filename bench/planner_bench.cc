@@ -3,8 +3,8 @@
 // partitioned, generated, validated, lowered and simulated) for Llama-2-70B
 // at P = 16, s = 4096, global batch 128 per replica (D = 1, and D = 8 with
 // the data-parallel reductions simulated: global batch 1024). Each run also checks its own result
-// (STYLE.md #15): counters report candidates, feasible ones and the chosen
-// step time, and the run fails if the search errors.
+// (a benchmark that only times is not trusted): counters report candidates,
+// feasible ones and the chosen step time, and the run fails if the search errors.
 #include <benchmark/benchmark.h>
 
 #include "models/spec/device.h"

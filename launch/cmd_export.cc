@@ -9,6 +9,7 @@
 
 #include "executor/checkpoint/hf_io.h"
 #include "launch/commands.h"
+#include "launch/flags.h"
 
 namespace pw::cli {
 
@@ -39,10 +40,7 @@ Status RunExport(const ExportOptions& o) {
 void RegisterExportCommand(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<ExportOptions>();
   CLI::App* cmd = app.add_subcommand("export", kExportDescription);
-  cmd->add_option("--checkpoint", o->checkpoint_dir,
-                  "a checkpoint: the directory of `run --save`, a step_<n> directory, or a --checkpoint-dir root "
-                  "(its latest step)")->required();
-  cmd->add_option("--plan", o->plan_path, "optional: refuse unless the checkpoint holds this plan's model");
+  AddCheckpointSourceFlags(cmd, &o->checkpoint_dir, &o->plan_path);
   cmd->add_option("-o,--output", o->out_dir, "new directory to write (must not exist, or be empty)")->required();
   cmd->add_option("--max-shard-bytes", o->max_shard_bytes, "shard the weights above this many bytes per file")
       ->capture_default_str();

@@ -1,5 +1,5 @@
 // `pipewright generate`: sample text from a checkpoint (`run --save DIR` or
-// `--checkpoint-dir ROOT`), in one process:
+// `--checkpoint-dir ROOT`), in one process; control bytes printed as \xHH:
 //   pipewright generate --checkpoint ckpt/ --tokens 300
 #include <cmath>
 #include <cstdio>
@@ -10,6 +10,9 @@
 #include "executor/runtime/engine.h"
 #include "executor/runtime/sampler.h"
 #include "launch/commands.h"
+#include "launch/flags.h"
+#include "base/format.h"
+#include "base/printable.h"
 
 namespace pw::cli {
 
@@ -25,9 +28,7 @@ Status RunGenerate(const GenerateOptions& o) {
   if (o.sample.tokens < 1)
     return Status::InvalidArgument("--tokens " + std::to_string(o.sample.tokens) + ": must be >= 1");
   if (!std::isfinite(o.sample.temperature) || o.sample.temperature <= 0) {
-    char v[64];
-    std::snprintf(v, sizeof(v), "%g", o.sample.temperature);
-    return Status::InvalidArgument(std::string("--temperature ") + v + ": must be finite and > 0");
+    return Status::InvalidArgument("--temperature " + FormatShort(o.sample.temperature) + ": must be finite and > 0");
   }
   std::optional<Plan> plan;
   if (!o.plan_path.empty()) {
@@ -35,7 +36,9 @@ Status RunGenerate(const GenerateOptions& o) {
     plan = std::move(p);
   }
   PW_ASSIGN_OR_RETURN(std::string text, exec::SampleText(o.checkpoint_dir, o.sample, plan ? &*plan : nullptr));
-  std::printf("%s\n", text.c_str());
+  // A byte model samples any byte: control bytes (escape sequences) and
+  // broken UTF-8 are written as \xHH, never raw to the terminal.
+  std::printf("%s\n", EscapeForTerminal(text, text.size()).c_str());
   return Status::Ok();
 }
 
@@ -44,10 +47,7 @@ Status RunGenerate(const GenerateOptions& o) {
 void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", kGenerateDescription);
-  cmd->add_option("--checkpoint", o->checkpoint_dir,
-                  "a checkpoint: the directory of `run --save`, a step_<n> directory, or a --checkpoint-dir root "
-                  "(its latest step)")->required();
-  cmd->add_option("--plan", o->plan_path, "optional: refuse unless the checkpoint holds this plan's model");
+  AddCheckpointSourceFlags(cmd, &o->checkpoint_dir, &o->plan_path);
   cmd->add_option("--prompt", o->sample.prompt, "text to continue");
   cmd->add_option("--tokens", o->sample.tokens, "tokens to generate (bytes without --tokenizer)")->capture_default_str();
   cmd->add_option("--tokenizer", o->sample.tokenizer,

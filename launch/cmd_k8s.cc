@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "launch/commands.h"
+#include "base/file_io.h"
 #include "launch/mpijob.h"
 #include "plan/plan.h"
 

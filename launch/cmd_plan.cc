@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "launch/commands.h"
+#include "launch/flags.h"
+#include "base/file_io.h"
 #include "models/spec/device.h"
 #include "models/spec/layer_costs.h"
 #include "models/spec/model_config.h"
@@ -100,6 +102,47 @@ void PrintModelLine(const PlanCommandOptions& c, const PlannerModel& model, cons
               what.c_str(), model.device ? model.device->name.c_str() : "-", layout.c_str());
 }
 
+// What `pipewright run` will refuse of `plan`, one line each (the executor's
+// pre-flight checks, executor/preflight.h, that a planner can meet: dropout,
+// mixed precision, recomputation). The plan is still written: it is right
+// for the model and devices asked for, and other runtimes (--csv) may run it.
+// `config` is the HF config the model was read from (null for none), whose
+// dropout fields the note names.
+std::vector<std::string> RunRefusals(const Plan& plan, const nlohmann::json& config) {
+  std::vector<std::string> out;
+  if (plan.model && plan.model->dropout) {
+    std::string fields;
+    const nlohmann::json& raw = config;
+    const bool gpt2 = plan.model->family == ModelFamily::kGpt2;
+    for (const char* f : gpt2 ? std::vector<const char*>{"attn_pdrop", "embd_pdrop", "resid_pdrop"}
+                              : std::vector<const char*>{"attention_dropout"}) {
+      auto it = raw.is_object() ? raw.find(f) : raw.end();
+      if (it == raw.end() || it->is_null())
+        fields += std::string(fields.empty() ? "" : ", ") + f + " absent (HF's default 0.1)";
+      else if (it->is_number() && it->get<double>() > 0)
+        fields += std::string(fields.empty() ? "" : ", ") + f + " " + it->dump();
+    }
+    out.push_back("the model has dropout (" + fields +
+                  "): the executor has no dropout layers; set " +
+                  (gpt2 ? "attn_pdrop, embd_pdrop and resid_pdrop" : "attention_dropout") +
+                  " to 0 in the config and plan again (the activation bytes then count no dropout masks)");
+  }
+  if (plan.training && plan.training->precision == Precision::kMixedBf16)
+    out.push_back("the plan is dtype bf16 (mixed precision): the executor trains fp32 or fp64; plan with --dtype "
+                  "fp32 (or fp64) to run it with pipewright");
+  if (plan.training && plan.training->recompute != Recompute::kNone)
+    out.push_back(std::string("the plan recomputes activations (recompute ") + RecomputeName(plan.training->recompute) +
+                  "): the executor keeps every activation; plan with --recompute-granularity none");
+  return out;
+}
+
+// Prints RunRefusals on stderr as notes: planning succeeds, but a user who
+// goes on to `pipewright run` learns now what to change.
+void NoteRunRefusals(const Plan& plan, const PlannerModel& model) {
+  for (const std::string& why : RunRefusals(plan, model.config ? model.config->raw : nlohmann::json()))
+    std::fprintf(stderr, "pipewright plan: note: `pipewright run` will refuse this plan: %s\n", why.c_str());
+}
+
 // --csv FILE: the chosen plan's compute order as the compute-only PyTorch CSV
 // that torchtitan's pipeline_parallel_schedule_csv reads (docs/PLAN_FORMAT.md).
 Status WriteCsvIfAsked(const PlanCommandOptions& c, const Plan& plan) {
@@ -127,6 +170,7 @@ Status RunDeviceSplits(const PlanCommandOptions& c, const PlannerModel& model, c
   plan.planner["device_splits"] = DeviceSplitsToJson(search);
   PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
   PW_RETURN_IF_ERROR(WriteCsvIfAsked(c, plan));
+  NoteRunRefusals(plan, model);
   if (c.format == "json") {
     nlohmann::json table = DeviceSplitsToJson(search);
     table["plan_file"] = c.output;
@@ -291,6 +335,7 @@ Status RunPlan(const PlanCommandOptions& c) {
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*result, model, o));
   PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, PlanToJson(plan)));
   PW_RETURN_IF_ERROR(WriteCsvIfAsked(c, plan));
+  NoteRunRefusals(plan, model);
   if (c.format == "json") {
     nlohmann::json table = CandidatesToJson(*result);
     table["plan_file"] = c.output;
@@ -317,9 +362,12 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "HF config.json, a shipped model name (e.g. llama-2-7b), or a layer-cost/profile JSON");
   cmd->add_option("--profile", opts->profile,
                   "measured profile (`pipewright profile`): its fitted costs replace the analytic model");
-  cmd->add_option("--device", opts->device, "shipped device (A100-40GB, A100-80GB, H100-80GB, H200-141GB) or a JSON");
-  cmd->add_option("--pipeline-model-parallel-size,--pp", opts->pp, "pipeline ranks P");
-  cmd->add_option("--data-parallel-size,--dp", opts->dp,
+  cmd->add_option("--device", opts->device,
+                  "the device each rank computes on, by its spec (memory, FLOP/s, links): a shipped name (A100-40GB, "
+                  "A100-80GB, H100-80GB, H200-141GB, cpu-core) or a JSON file; `run --device` then says its kind, "
+                  "cpu or cuda");
+  AddPipelineSizeFlag(cmd, &opts->pp);
+  cmd->add_option("--dp,--data-parallel-size", opts->dp,
                   "data-parallel replicas D of the pipeline (world size P x D; the batch flags count all replicas)")
       ->capture_default_str();
   cmd->add_option("--tensor-model-parallel-size,--tp", opts->tp,
@@ -337,7 +385,7 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--micro-batch-size", opts->micro_batch_size, "sequences per microbatch (unset: try 1, 2, 4, 8)");
   cmd->add_option("--global-batch-size", opts->global_batch_size, "sequences per step");
   cmd->add_option("--seq-length", opts->seq_length, "tokens per sequence (default: the model's max positions)");
-  cmd->add_option("--num-virtual-stages-per-pipeline-rank", opts->virtual_stages, "v (unset: search 1..max)");
+  AddVirtualStagesFlag(cmd, &opts->virtual_stages, "stages per rank v (unset: search 1..--max-virtual-stages)");
   cmd->add_option("--max-virtual-stages", opts->max_virtual_stages, "largest v searched")->capture_default_str();
   cmd->add_option("--schedule", opts->schedule, "auto, or schedule name(s), comma-separated")->capture_default_str();
   cmd->add_option("--memory-limit", opts->memory_limit,
@@ -358,9 +406,9 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--clip-grad-norm", opts->clip_grad_norm,
                   "the run clips gradients by their global norm: a global barrier per step, so the plan minimises "
                   "makespan_s and records training.global_barrier (0 = no clipping)");
-  cmd->add_option("--dtype", opts->dtype,
-                  "bf16 (mixed precision AdamW, 18 B/param) | fp32 (16 B/param) | fp64 (32 B/param, the executor's "
-                  "equivalence checks); default bf16, fp32 with --profile");
+  AddDtypeFlag(cmd, &opts->dtype,
+               std::string(kDtypeHelp) + "; `pipewright run` trains fp32 and fp64 plans. Default bf16, fp32 with "
+               "--profile");
   cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");
   cmd->add_flag("--try-optimal", opts->try_optimal,
                 "also solve the exact schedule (CBC) of the best one-stage-per-rank candidate (P x m <= 32) and "

@@ -13,12 +13,14 @@
 #include <set>
 #include <memory>
 
+#include "base/file_io.h"
 #include "executor/comm/agree.h"
 #include "executor/comm/communicator_factory.h"
 #include "executor/comm/launch_env.h"
 #include "executor/comm/mpi_communicator.h"
 #include "executor/profiling/profile.h"
 #include "launch/commands.h"
+#include "launch/flags.h"
 #include "models/spec/model_config.h"
 #include "planner/profile_fit.h"
 #include "plan/plan.h"
@@ -36,7 +38,7 @@ struct ProfileCommandOptions {
   int repetitions = 7;
   int in_flight = 4;
   int threads = 1;
-  std::string dtype = "float32";
+  std::string dtype = "fp32";  // --dtype: fp32 | fp64 (launch/flags.h)
   uint64_t seed = 1234;
   bool solo = false;  // under mpirun: rank 0 measures the layers alone
   int ref_micro_batch_size = 0;
@@ -72,6 +74,9 @@ Status CheckProfileRequest(const ProfileCommandOptions& c, bool measures_p2p) {
 }
 
 Status RunProfile(const ProfileCommandOptions& c) {
+  if (c.dtype == "bf16")
+    return Status::InvalidArgument("--dtype bf16: profile measures the executor's layers, which compute in fp32 or "
+                                   "fp64 (LibTorch's float32, float64)");
   PW_ASSIGN_OR_RETURN(exec::LaunchEnv env, exec::ReadLaunchEnv());
   PW_RETURN_IF_ERROR(CheckProfileRequest(c, env.world_size > 1));
   // Every rank reads the model first, so a bad --model-config stops all of
@@ -114,7 +119,7 @@ Status RunProfile(const ProfileCommandOptions& c) {
     lo.repetitions = c.repetitions;
     lo.in_flight = c.in_flight;
     lo.threads = c.threads;
-    lo.double_precision = c.dtype == "float64";
+    lo.double_precision = c.dtype == "fp64";
     lo.seed = c.seed;
     if (together) lo.comm = comm;
     result = [&]() -> Status {
@@ -184,7 +189,9 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
                "under mpirun, rank 0 measures the layers alone while the others wait (default: every rank measures "
                "at once, as they compute in a run, and the samples are pooled)");
   cmd->add_option("--threads", o->threads, "LibTorch intra-op threads (the executor uses 1)")->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
+  AddDtypeFlag(cmd, &o->dtype, "fp32 (LibTorch's float32) or fp64: the element type measured; plan --profile "
+                               "then plans that dtype")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of weights and inputs")->capture_default_str();
   cmd->add_option("--ref-micro-batch-size", o->ref_micro_batch_size,
                   "shape of the file's per-layer list (default: the last --micro-batch-sizes)");

@@ -36,7 +36,7 @@ struct ReportCliOptions {
   std::string command_line;
 };
 
-std::string Gib(int64_t b) { return viz::Fmt("%.2f GiB", double(b) / (1024.0 * 1024 * 1024)); }
+std::string Gib(int64_t b) { return StrFormat("%.2f GiB", double(b) / (1024.0 * 1024 * 1024)); }
 
 // The real-model section: the planner's candidates (one per schedule family,
 // its best v) for `model` on `device`, with micro-batch size 1, no recompute,
@@ -56,7 +56,7 @@ StatusOr<std::string> ModelSection(const ReportCliOptions& o) {
   po.find_min_pp = false;
   PW_ASSIGN_OR_RETURN(SearchResult res, EvaluateCandidates(pm, po));
   std::string s = "## A real model: " + o.model + " on " + device.name + "\n\n";
-  s += viz::Fmt("`pipewright plan` candidates for P = %d, m = %d, micro-batch size 1, sequence length %lld, no "
+  s += StrFormat("`pipewright plan` candidates for P = %d, m = %d, micro-batch size 1, sequence length %lld, no "
                 "recompute, memory limit %s (the device). Costs come from the model's FLOPs and bytes on the device "
                 "(models/, planner/cost_model.h); every number below is the planner's simulation. The best v per "
                 "family is shown; rejected candidates keep the planner's reason.\n\n",
@@ -78,7 +78,7 @@ StatusOr<std::string> ModelSection(const ReportCliOptions& o) {
     s += "| " + c.schedule + " | " + std::to_string(c.virtual_stages) + " | " + (c.feasible ? "yes" : "no") + " | " +
          (c.simulated ? viz::FormatSeconds(c.makespan_s) : "–") + " | " +
          (c.simulated ? viz::FormatSeconds(c.steady_step_s) : "–") + " | " +
-         (c.simulated ? viz::Fmt("%.4f", c.bubble_ratio) : "–") + " | " +
+         (c.simulated ? StrFormat("%.4f", c.bubble_ratio) : "–") + " | " +
          (c.simulated && !c.peak_bytes.empty() ? Gib(c.peak_bytes[worst]) + " (" + std::to_string(worst) + ")" : "–") +
          " | " + reason + " |\n";
   }

@@ -11,6 +11,8 @@
 #include "executor/runtime/train.h"
 #include "executor/runtime/watchdog.h"
 #include "launch/commands.h"
+#include "launch/flags.h"
+#include "base/format.h"
 
 namespace pw::cli {
 
@@ -29,9 +31,7 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
   // Option checks first, before the launcher and any peer: every rank has the
   // same options, so every rank refuses alike.
   if (!std::isfinite(watchdog_s) || watchdog_s < 0) {
-    char v[64];
-    std::snprintf(v, sizeof(v), "%g", watchdog_s);
-    return Fail(ctx, "run", Status::InvalidArgument(std::string("--watchdog-s ") + v +
+    return Fail(ctx, "run", Status::InvalidArgument("--watchdog-s " + FormatShort(watchdog_s) +
                                                     ": must be finite and >= 0 (0 = never)"));
   }
   if (Status st = exec::ValidateRunOptions(options); !st.ok()) return Fail(ctx, "run", st);
@@ -101,7 +101,6 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
 
 void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   auto options = std::make_shared<exec::RunOptions>();
-  auto dtype = std::make_shared<std::string>("float32");
   auto watchdog_s = std::make_shared<double>(300.0);
   auto comm_kind = std::make_shared<std::string>("mpi");
   CLI::App* cmd = app.add_subcommand("run", kRunDescription);
@@ -127,7 +126,9 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--adam-beta2", options->beta2, "AdamW beta2, in [0, 1)")->capture_default_str();
   cmd->add_option("--weight-decay", options->weight_decay, "AdamW weight decay (>= 0)")->capture_default_str();
-  cmd->add_option("--dtype", *dtype, "float32 or float64")->check(CLI::IsMember({"float32", "float64"}));
+  AddDtypeFlag(cmd, &options->dtype,
+               std::string(kDtypeHelp) + ". Default: the plan's training.dtype, which run trains (fp32 or fp64, "
+               "LibTorch's float32 or float64); given, it must be the plan's");
   cmd->add_option("--log-every", options->log_every,
                   "print every k-th step and the last (0: about " + std::to_string(exec::kProgressLines) +
                       " lines whatever the run's length)")
@@ -145,7 +146,10 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                   "clip gradients by their global L2 norm (default: the plan's training.clip_grad_norm; 0 = off)");
   cmd->add_option("--trace", options->trace_path, "write a measured Perfetto/Chrome trace of one step (all ranks)");
   cmd->add_option("--trace-step", options->trace_step, "0-based step to trace, below --steps (default: the last)");
-  cmd->add_option("--device", options->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))
+  cmd->add_option("--device", options->device,
+                  "the kind of device each rank computes on: cpu or cuda (plan --device names the device's spec, "
+                  "whose numbers the plan's costs come from)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--comm", *comm_kind,
                   "mpi (host messages; MPI-staged with --device cuda) or nccl (GPU messages, one GPU per rank)")
@@ -160,8 +164,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--fault-kind", options->fault_kind, "TEST ONLY: kill (SIGKILL) or hang (SIGSTOP)")
       ->check(CLI::IsMember({"kill", "hang"}))
       ->group("");
-  cmd->callback([options, dtype, watchdog_s, comm_kind, &ctx] {
-    options->double_precision = *dtype == "float64";
+  cmd->callback([options, watchdog_s, comm_kind, &ctx] {
     RunRun(*options, *watchdog_s, *comm_kind, ctx);
   });
 }

@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "launch/commands.h"
+#include "launch/flags.h"
+#include "base/file_io.h"
+#include "base/format.h"
 #include "launch/summary.h"
 #include "planner/optimal_milp.h"
 #include "schedules/pipeline.h"
@@ -39,13 +42,6 @@ struct ScheduleOptions {
 
 // True for `--schedule optimal` (planner/optimal_milp.h; not a registry family).
 bool IsOptimal(const std::string& name) { return name == "optimal" || name == "Optimal"; }
-
-// `x` without trailing zeros ("2", "2.5").
-std::string FormatNumber(double x) {
-  std::ostringstream out;
-  out << x;
-  return out.str();
-}
 
 Status Run(const ScheduleOptions& o) {
   const bool optimal = IsOptimal(o.schedule);
@@ -82,8 +78,8 @@ Status Run(const ScheduleOptions& o) {
     limit_bytes = static_cast<int64_t>(std::floor(limit));
     // Below one byte no order fits; say so instead of "over --memory-limit 0".
     if (*limit_bytes < 1)
-      return Status::InvalidArgument("--memory-limit " + FormatNumber(o.memory_limit) + " activations x --activation-bytes " +
-                                     std::to_string(o.activation_bytes) + " = " + FormatNumber(limit) +
+      return Status::InvalidArgument("--memory-limit " + FormatShort(o.memory_limit) + " activations x --activation-bytes " +
+                                     std::to_string(o.activation_bytes) + " = " + FormatShort(limit) +
                                      " bytes, below one byte: give at least one activation (or raise --activation-bytes)");
     req.memory_limit = limit;
   }
@@ -111,7 +107,7 @@ Status Run(const ScheduleOptions& o) {
   }
   if (!run.ok() && failure.step == PipelineStep::kGenerate && failure.status.code() == StatusCode::kInfeasible &&
       limit_bytes && (o.activation_bytes != 1 || static_cast<double>(*limit_bytes) != o.memory_limit))
-    return Status::Infeasible(failure.status.message() + " (--memory-limit " + FormatNumber(o.memory_limit) +
+    return Status::Infeasible(failure.status.message() + " (--memory-limit " + FormatShort(o.memory_limit) +
                               " activations x --activation-bytes " + std::to_string(o.activation_bytes) + " = " +
                               std::to_string(*limit_bytes) + " bytes)");
   PW_ASSIGN_OR_RETURN(PipelineResult result, std::move(run));
@@ -152,10 +148,9 @@ void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx) {
                       "; or optimal (certified optimum by CBC, one stage per rank, P x m <= " +
                       std::to_string(kMaxOptimalStageMicrobatches) + ")")
       ->required();
-  sub->add_option("--pp,--pipeline-model-parallel-size", opts->pp, "Pipeline ranks P")->required();
+  AddPipelineSizeFlag(sub, &opts->pp, "Pipeline ranks P")->required();
   sub->add_option("--num-microbatches", opts->num_microbatches, "Microbatches m per step")->required();
-  sub->add_option("--virtual-stages,--num-virtual-stages-per-pipeline-rank", opts->virtual_stages,
-                  "Stages per rank v (default: the family's)");
+  AddVirtualStagesFlag(sub, &opts->virtual_stages, "Stages per rank v (default: the family's)");
   sub->add_option("--costs", opts->costs,
                   "Seconds per microbatch for each stage: F,I,W[,B] (with v stages per rank, pass costs/v)")
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "launch/commands.h"
+#include "base/file_io.h"
 #include "launch/summary.h"
 #include "plan/plan.h"
 #include "schedules/csv.h"
@@ -29,16 +30,17 @@ struct ShowOptions {
   std::string output;
   std::string plan;  // diff against this plan's simulation
   std::string color = "auto";
-  int width = 0;     // 0 = $COLUMNS or 120
+  int width = 0;     // --width; unset: $COLUMNS or 120
+  bool width_given = false;
   std::string costs = "1,1,1";
   std::string window = "auto";
   std::string csv_format = "compute_only";
 };
 
 Status Run(const ShowOptions& o) {
-  if (o.width != 0 && (o.width < 40 || o.width > 100000))
+  if (o.width_given && (o.width < 40 || o.width > 100000))
     return Status::InvalidArgument("--width " + std::to_string(o.width) +
-                                   ": terminal columns must be in [40, 100000] (0 or unset: $COLUMNS, else 120)");
+                                   ": terminal columns must be in [40, 100000] (unset: $COLUMNS, else 120)");
   viz::LoadOptions lo;
   PW_ASSIGN_OR_RETURN(lo.csv_cost, ParseCostsFlag("--costs", o.costs, /*allow_b=*/false));
   PW_ASSIGN_OR_RETURN(viz::LoadedInput in, viz::LoadForShow(o.input, lo));
@@ -47,7 +49,7 @@ Status Run(const ShowOptions& o) {
                  n.rfind("note: ", 0) == 0 || n.rfind("warning: ", 0) == 0 ? "" : "note: ", n.c_str());
   const bool to_stdout = o.output.empty() || o.output == "-";
   int width = o.width;
-  if (width <= 0) {
+  if (!o.width_given) {
     const char* cols = std::getenv("COLUMNS");
     width = cols && std::atoi(cols) >= 40 ? std::atoi(cols) : 120;
   }
@@ -124,7 +126,8 @@ void RegisterShowCommand(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--color", opts->color, "auto (when stdout is a terminal) | always | never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  sub->add_option("--width", opts->width, "Terminal columns for ascii, 40 or more (default $COLUMNS or 120)");
+  CLI::Option* width =
+      sub->add_option("--width", opts->width, "Terminal columns for ascii, 40 to 100000 (default $COLUMNS or 120)");
   sub->add_option("--window", opts->window,
                   "auto: a long step (many microbatches) is drawn as warm-up + 2 steady-state periods, a marked "
                   "compressed middle, 2 periods + cool-down | all: the whole step (ascii, svg, html)")
@@ -137,7 +140,8 @@ void RegisterShowCommand(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--costs", opts->costs, "F,I,W seconds per microbatch of every stage, for a CSV input")
       ->capture_default_str();
-  sub->callback([opts, &ctx]() {
+  sub->callback([opts, &ctx, width]() {
+    opts->width_given = width->count() > 0;
     Status st = Run(*opts);
     if (!st.ok()) Fail(ctx, "show", st);
   });

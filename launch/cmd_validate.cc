@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "launch/commands.h"
+#include "base/format.h"
 #include "launch/summary.h"
 #include "schedules/pipeline.h"
 #include "schedules/csv.h"
@@ -43,10 +44,15 @@ Status ValidatePlanFile(const ValidateOptions& o, const std::string& text) {
                 std::to_string(sim.steady_step_s);
   if (!Close(sim.bubble_ratio, plan.predicted.bubble_ratio))
     mismatch += " bubble_ratio " + std::to_string(plan.predicted.bubble_ratio) + " vs " + std::to_string(sim.bubble_ratio);
-  for (const auto& pr : plan.predicted.per_rank)
-    if (pr.rank >= 0 && pr.rank < plan.pp_size && pr.peak_memory_bytes != sim.per_rank[pr.rank].peak_memory_bytes)
+  for (const auto& pr : plan.predicted.per_rank) {
+    if (pr.rank < 0 || pr.rank >= plan.pp_size) continue;
+    if (!Close(sim.per_rank[pr.rank].busy_s, pr.busy_s))
+      mismatch += " rank " + std::to_string(pr.rank) + " busy_s " + FormatExact(pr.busy_s) + " vs " +
+                  FormatExact(sim.per_rank[pr.rank].busy_s);
+    if (pr.peak_memory_bytes != sim.per_rank[pr.rank].peak_memory_bytes)
       mismatch += " rank " + std::to_string(pr.rank) + " peak_memory_bytes " + std::to_string(pr.peak_memory_bytes) +
                   " vs " + std::to_string(sim.per_rank[pr.rank].peak_memory_bytes);
+  }
   if (!mismatch.empty())
     return Status::InvalidArgument(o.file + ": predicted does not match the simulation (file vs simulated):" +
                                    mismatch);

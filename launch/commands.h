@@ -3,13 +3,15 @@
 // the shared context; only main() exits the process.
 //
 // Two binaries share this header (launch/CMakeLists.txt):
-//   pipewright       schedule, validate, plan, show, report in-process; links
-//                    neither LibTorch nor MPI, so these start in milliseconds.
-//                    run, generate and profile are dispatched (ExecExecutor)
-//                    to pipewright-exec.
-//   pipewright-exec  run, generate, profile (LibTorch + MPI; executor builds
+//   pipewright       schedule, validate, plan, show, report, k8s in-process;
+//                    links neither LibTorch nor MPI, so these start in
+//                    milliseconds. The executor commands (kExecutorCommands
+//                    below) are dispatched (ExecExecutor) to pipewright-exec.
+//   pipewright-exec  the executor commands (LibTorch + MPI; executor builds
 //                    only), installed beside pipewright.
 #pragma once
+
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -56,7 +58,14 @@ inline constexpr char kExportDescription[] =
 inline constexpr char kProfileDescription[] =
     "measure layer F/I/W/B times and bytes (and P2P under mpirun -np 2); fit and write a profile";
 
-// True for the subcommands pipewright-exec runs: "run", "generate", "profile", "export".
+// The subcommands pipewright-exec runs, each with its description: the one
+// list that IsExecutorCommand, RegisterExecutorDispatch and `pipewright
+// --help` read.
+inline constexpr std::pair<const char*, const char*> kExecutorCommands[] = {
+    {"run", kRunDescription},           {"generate", kGenerateDescription}, {"profile", kProfileDescription},
+    {"export", kExportDescription},     {"tokenize", kTokenizeDescription}};
+
+// True for the subcommands pipewright-exec runs (kExecutorCommands).
 bool IsExecutorCommand(const std::string& name);
 
 // Path of the executor binary: $PW_EXEC_BINARY if set and non-empty, else
@@ -72,9 +81,9 @@ std::string ExecutorBinaryPath(const char* argv0);
 // 1 when it exists but cannot be executed (the system error).
 int ExecExecutor(const std::string& command, char** argv);
 
-// Adds run / generate / profile to `app` as entries of `--help` whose
-// callbacks call ExecExecutor with `argv` (main() normally dispatches before
-// parsing; this keeps the two consistent). Stores the result in ctx.
+// Adds kExecutorCommands to `app` as entries of `--help` whose callbacks call
+// ExecExecutor with `argv` (main() normally dispatches before parsing; this
+// keeps the two consistent). Stores the result in ctx.
 void RegisterExecutorDispatch(CLI::App& app, CommandContext& ctx, char** argv);
 
 }  // namespace pw::cli

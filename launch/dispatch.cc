@@ -1,5 +1,6 @@
-// `pipewright run | generate | profile`: handed to pipewright-exec, the
-// binary that links LibTorch and MPI, by execv (launch/commands.h).
+// The executor commands (kExecutorCommands: run, generate, profile, export,
+// tokenize): handed to pipewright-exec, the binary that links LibTorch and
+// MPI, by execv (launch/commands.h).
 #include <errno.h>
 #include <limits.h>
 #include <unistd.h>
@@ -27,7 +28,9 @@ std::string DirName(const std::string& path) {
 }  // namespace
 
 bool IsExecutorCommand(const std::string& name) {
-  return name == "run" || name == "generate" || name == "profile" || name == "export" || name == "tokenize";
+  for (const auto& [command, description] : kExecutorCommands)
+    if (name == command) return true;
+  return false;
 }
 
 std::string ExecutorBinaryPath(const char* argv0) {
@@ -66,10 +69,7 @@ int ExecExecutor(const std::string& command, char** argv) {
 }
 
 void RegisterExecutorDispatch(CLI::App& app, CommandContext& ctx, char** argv) {
-  const std::pair<const char*, const char*> commands[] = {
-      {"run", kRunDescription}, {"generate", kGenerateDescription}, {"profile", kProfileDescription},
-      {"export", kExportDescription}, {"tokenize", kTokenizeDescription}};
-  for (const auto& [name, description] : commands) {
+  for (const auto& [name, description] : kExecutorCommands) {
     CLI::App* sub = app.add_subcommand(name, description);
     sub->prefix_command();  // every argument after the name belongs to pipewright-exec
     sub->set_help_flag();   // `pipewright run --help` is pipewright-exec's help

@@ -1,10 +1,11 @@
-// pipewright-exec: the executor commands of pipewright (run, generate,
-// profile; LibTorch + MPI). Users run `pipewright run ...`, which execs this
-// binary with its arguments and environment unchanged (launch/commands.h).
+// pipewright-exec: the executor commands of pipewright (kExecutorCommands in
+// launch/commands.h: run, generate, profile, export, tokenize; LibTorch +
+// MPI). Users run `pipewright run ...`, which execs this binary with its
+// arguments and environment unchanged.
 #include "launch/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"pipewright-exec: the executor commands of pipewright (started by `pipewright run|generate|profile`)",
+  CLI::App app{"pipewright-exec: the executor commands of pipewright (started by `pipewright run|generate|profile|export|tokenize`)",
                "pipewright"};
   app.require_subcommand(1);
   pw::cli::CommandContext ctx;

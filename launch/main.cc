@@ -1,7 +1,8 @@
 // pipewright: plan, run, show and report pipeline-parallel training.
-// This binary links neither LibTorch nor MPI: schedule, validate, plan, show
-// and report run here; run, generate and profile replace the process by
-// pipewright-exec (launch/commands.h), before any parsing.
+// This binary links neither LibTorch nor MPI: schedule, validate, plan, show,
+// report and k8s run here; the executor commands (kExecutorCommands in
+// launch/commands.h: run, generate, profile, export, tokenize) replace the
+// process by pipewright-exec, before any parsing.
 #include "launch/commands.h"
 
 int main(int argc, char** argv) {
@@ -11,9 +12,8 @@ int main(int argc, char** argv) {
   pw::cli::CommandContext ctx;
   pw::cli::RegisterScheduleCommand(app, ctx);
   pw::cli::RegisterValidateCommand(app, ctx);
-  // PW_EXTRA_COMMANDS: further Register* calls are added here by their issues.
   pw::cli::RegisterPlanCommand(app, ctx);
-  pw::cli::RegisterExecutorDispatch(app, ctx, argv);  // run, generate, profile
+  pw::cli::RegisterExecutorDispatch(app, ctx, argv);  // kExecutorCommands
   pw::cli::RegisterShowCommand(app, ctx);
   pw::cli::RegisterReportCommand(app, ctx);
   pw::cli::RegisterK8sCommand(app, ctx);

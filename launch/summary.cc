@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/format.h"
+
 namespace pw::cli {
 
 std::string FormatSummary(const std::string& name, const Program& p, const SimResult& sim, int64_t memory_unit,
@@ -26,14 +28,6 @@ std::string FormatSummary(const std::string& name, const Program& p, const SimRe
   }
   return out;
 }
-
-namespace {
-std::string NumberText(double x) {
-  std::ostringstream out;
-  out << x;
-  return out.str();
-}
-}  // namespace
 
 StatusOr<StageCost> ParseCostsFlag(const std::string& flag, const std::string& text, bool allow_b) {
   const std::string expected = allow_b ? "F,I,W or F,I,W,B" : "F,I,W";
@@ -62,7 +56,7 @@ StatusOr<StageCost> ParseCostsFlag(const std::string& flag, const std::string& t
 
 Status CheckNonNegativeFinite(const std::string& flag, double x, const std::string& what) {
   if (std::isfinite(x) && x >= 0) return Status::Ok();
-  return Status::InvalidArgument(flag + " " + NumberText(x) + ": expected a finite number of " + what + " >= 0");
+  return Status::InvalidArgument(flag + " " + FormatShort(x) + ": expected a finite number of " + what + " >= 0");
 }
 
 }  // namespace pw::cli

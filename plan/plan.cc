@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include "base/hash.h"
+
 #include <cstdio>
 #include <fstream>
 #include <sys/stat.h>
@@ -68,41 +70,8 @@ Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCo
   return plan;
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& text) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return Status::InvalidArgument("cannot write '" + path + "': it is a directory (give a file name)");
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return Status::InvalidArgument("cannot write '" + path + "' (cannot create '" + tmp + "': " +
-                                     std::strerror(errno) + ")");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Status::InvalidArgument("cannot write '" + path + "' (write to '" + tmp + "' failed)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return Status::InvalidArgument("cannot write '" + path + "' (rename from '" + tmp + "' failed: " + why + ")");
-  }
-  return Status::Ok();
-}
-
 std::string PlanHash(const Plan& plan) {
-  std::string text = PlanToJson(plan);
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return HashHex(Fnv1a64(PlanToJson(plan)));
 }
 
 }  // namespace pw

@@ -143,9 +143,6 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source = "p
 StatusOr<Plan> ReadPlanFile(const std::string& path);
 // Deterministic JSON text of `plan` (2-space indent, trailing newline).
 std::string PlanToJson(const Plan& plan);
-// Writes `text` to `path` atomically: a temp file in the same directory, then
-// rename(2). On error nothing is left at `path` that was not there before.
-Status WriteFileAtomic(const std::string& path, const std::string& text);
 // 64-bit FNV-1a of PlanToJson(plan), as 16 hex digits: ranks compare it at
 // start-up and refuse to run on a mismatch.
 std::string PlanHash(const Plan& plan);

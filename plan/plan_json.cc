@@ -141,6 +141,39 @@ Status ParseTraining(const Reader& rd, const json& j, int m, int dp_size, bool l
   return Status::Ok();
 }
 
+// A version-1 file's model is the raw HF config and its layer list only
+// names, so an edited model section (a wider model) reads without a
+// mismatch, against costs planned for another model. Its stages' message
+// sizes were written from the model: a stage's forward output is
+// micro_batch_size x seq_length x hidden_size activation elements (what
+// every writer of version 1 wrote, and what models/spec/footprint.h
+// derives). A stage whose send_forward (any stage but the last) or
+// send_backward (any but the first) is neither 0 nor that size is refused,
+// naming both numbers.
+Status CheckLegacyModelAgainstCosts(const Reader& rd, const Plan& plan) {
+  const PlanTraining& t = *plan.training;
+  const int64_t e = ActivationElementBytes(t.precision);
+  const int64_t want = t.micro_batch_size * t.seq_length * plan.model->hidden * e;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StageMemory& m = plan.stages[s].memory;
+    for (const auto& [field, bytes, applies] :
+         {std::make_tuple("send_forward", m.send_forward, s + 1 < plan.stages.size()),
+          std::make_tuple("send_backward", m.send_backward, s > 0)}) {
+      if (!applies || bytes == 0 || bytes == want) continue;
+      return rd.Error("model",
+                      "the version-1 plan's stages[" + std::to_string(s) + "].memory_bytes." + field + " is " +
+                          std::to_string(bytes) + " bytes, but its model section gives micro_batch_size x " +
+                          "seq_length x hidden_size x " + std::to_string(e) + " bytes (" + PrecisionName(t.precision) +
+                          ") = " + std::to_string(t.micro_batch_size) + " x " + std::to_string(t.seq_length) + " x " +
+                          std::to_string(plan.model->hidden) + " x " + std::to_string(e) + " = " +
+                          std::to_string(want) +
+                          ": the model section was edited after planning (the costs are for another model); plan "
+                          "again for this model");
+    }
+  }
+  return Status::Ok();
+}
+
 // The model sections of a plan: model, layers, training (each optional, but
 // layers need a model). Checks that the layer list is the model's and that
 // the stages cover it.
@@ -211,6 +244,7 @@ Status ParseModelSections(const Reader& rd, const json& doc, int version, Plan* 
     PW_RETURN_IF_ERROR(ParseTraining(rd, *training, plan->num_microbatches, plan->dp_size, legacy, &t));
     plan->training = t;
   }
+  if (legacy && plan->model && plan->training) PW_RETURN_IF_ERROR(CheckLegacyModelAgainstCosts(rd, *plan));
   return Status::Ok();
 }
 

@@ -6,7 +6,8 @@
 // Ring collectives over D ranks, n bytes, link bandwidth bw (one direction,
 // per rank) and per-collective latency a (Patarasuk & Yuan 2009,
 // "Bandwidth optimal all-reduce algorithms for clusters of workstations";
-// NCCL's "bus bandwidth", nccl-tests doc/PERFORMANCE.md):
+// NCCL's "bus bandwidth",
+// https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md):
 //   all-reduce      2 (D-1)/D x n / bw + a
 //   reduce-scatter    (D-1)/D x n / bw + a
 //   all-gather        (D-1)/D x n / bw + a   (n = the whole gathered size)

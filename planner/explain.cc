@@ -11,50 +11,6 @@
 
 namespace pw {
 
-std::string FormatBytes(int64_t bytes) {
-  char buf[64];
-  const double b = static_cast<double>(bytes);
-  if (std::llabs(bytes) >= (int64_t{1} << 30))
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(int64_t{1} << 30));
-  else if (std::llabs(bytes) >= (int64_t{1} << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(int64_t{1} << 20));
-  else
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  return buf;
-}
-
-StatusOr<int64_t> ParseBytes(const std::string& text, const std::string& flag) {
-  size_t pos = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    return Status::InvalidArgument(flag + " '" + text + "': expected a size such as 80GiB, 80GB or 85899345920");
-  }
-  std::string unit;
-  for (size_t k = pos; k < text.size(); ++k)
-    if (!std::isspace(static_cast<unsigned char>(text[k]))) unit += static_cast<char>(std::tolower(text[k]));
-  double mult = 0;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "kib" || unit == "k") mult = 1024.0;
-  else if (unit == "mib" || unit == "m") mult = 1024.0 * 1024;
-  else if (unit == "gib" || unit == "g") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "tib" || unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") mult = 1e3;
-  else if (unit == "mb") mult = 1e6;
-  else if (unit == "gb") mult = 1e9;
-  else if (unit == "tb") mult = 1e12;
-  if (mult == 0 || !(value > 0))
-    return Status::InvalidArgument(flag + " '" + text +
-                                   "': expected a positive size with unit B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB");
-  // 1e30, inf: llround would return an unspecified value (a negative limit).
-  const double bytes = value * mult;
-  if (!(bytes < 0x1p62))
-    return Status::InvalidArgument(flag + " '" + text + "': above the largest size of 2^62 bytes (4 EiB)");
-  if (bytes < 0.5) return Status::InvalidArgument(flag + " '" + text + "': below one byte");
-  return static_cast<int64_t>(std::llround(bytes));
-}
-
 namespace {
 
 std::string Row(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

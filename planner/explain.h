@@ -7,16 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/format.h"  // FormatBytes, ParseBytes
 #include "planner/planner.h"
 
 namespace pw {
-
-// "80.00 GiB", "512.0 MiB", "123 B" (binary units).
-std::string FormatBytes(int64_t bytes);
-
-// Parses a memory size as users write it: "80GiB", "80 GB" (10^9), "85899345920",
-// "512MiB", "1.5TiB". InvalidArgument names `flag`.
-StatusOr<int64_t> ParseBytes(const std::string& text, const std::string& flag = "--memory-limit");
 
 // The layout the way people say it: "TP4 x PP8 x DP4" (T, P, D; a factor
 // of 1 is kept, so the three always show).

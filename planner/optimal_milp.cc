@@ -1,5 +1,6 @@
 // The MILP of optimal_milp.h and its CBC solve (arXiv 2401.10241 Appendix G).
 #include "planner/optimal_milp.h"
+#include "base/format.h"
 
 #include <coin/Cbc_C_Interface.h>
 
@@ -23,13 +24,6 @@ constexpr int kF = 0, kI = 1, kW = 2;
 struct Pass {
   int stage, mb, kind;
 };
-
-// "1.5" without trailing zeros.
-std::string Num(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
 
 // The heuristic order with the smallest simulated makespan that fits the
 // request's limits (1F1B's B split into I then W), its name and timing.
@@ -113,7 +107,7 @@ struct CbcDeleter {
 Status CheckOptimalRequest(const ScheduleRequest& req, const OptimalOptions& options) {
   if (!std::isfinite(options.time_limit_s) || options.time_limit_s <= 0)
     return Status::InvalidArgument("--time-limit must be a positive number of seconds, got " +
-                                   Num(options.time_limit_s));
+                                   FormatShort(options.time_limit_s));
   if (req.pp_size < 1) return Status::InvalidArgument("--pp must be >= 1, got " + std::to_string(req.pp_size));
   if (req.num_microbatches < 1)
     return Status::InvalidArgument("--num-microbatches must be >= 1, got " + std::to_string(req.num_microbatches));

@@ -4,20 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/format.h"
 #include "schedules/pipeline.h"
 
 namespace pw {
-
-namespace {
-
-std::string Fmt(const char* fmt, double a) {
-  const int n = std::snprintf(nullptr, 0, fmt, a);
-  std::string out(n > 0 ? n : 0, '\0');
-  std::snprintf(out.data(), out.size() + 1, fmt, a);
-  return out;
-}
-
-}  // namespace
 
 const char* CostProfileName(CostProfile profile) { return profile == CostProfile::kUnit ? "unit" : "1.5B"; }
 
@@ -58,7 +48,7 @@ std::vector<std::string> OptimalTableHeuristics() { return {"gpipe", "1f1b", "zb
 StatusOr<std::string> OptimalTableMarkdown(const std::vector<OptimalTableCase>& cases, const OptimalOptions& options) {
   const std::vector<std::string> heuristics = OptimalTableHeuristics();
   std::string s = "## Heuristics against the certified optimum\n\n";
-  s += Fmt("For small pipelines `pipewright schedule --schedule optimal` solves the exact scheduling problem "
+  s += StrFormat("For small pipelines `pipewright schedule --schedule optimal` solves the exact scheduling problem "
            "(one stage per rank, backward split into I and W, the memory limit; docs/ALGORITHMS.md, \"Certified "
            "optima\") with CBC, %g s at most per row. Each cell is a heuristic's simulated makespan and, in "
            "brackets, how much longer it is than the optimum. Where CBC stopped at its time limit the optimum "
@@ -83,8 +73,8 @@ StatusOr<std::string> OptimalTableMarkdown(const std::vector<OptimalTableCase>& 
     const char* num = c.profile == CostProfile::kUnit ? "%.4g" : "%.3f";
     s += std::string("| ") + CostProfileName(c.profile) + " | " + std::to_string(c.pp_size) + " | " +
          std::to_string(c.num_microbatches) + " | " + std::to_string(c.limit_activations) + " M_B | " +
-         Fmt(num, res.makespan_s * scale) + (res.proven_optimal ? "" : "\\*") + " | " +
-         Fmt(num, res.bound_s * scale) + " | " + Fmt("%.2f", res.solve_s) + " |";
+         StrFormat(num, res.makespan_s * scale) + (res.proven_optimal ? "" : "\\*") + " | " +
+         StrFormat(num, res.bound_s * scale) + " | " + StrFormat("%.2f", res.solve_s) + " |";
     const double reference = res.proven_optimal ? res.makespan_s : res.bound_s;
     for (const auto& h : heuristics) {
       ScheduleRequest hr = req;
@@ -96,12 +86,12 @@ StatusOr<std::string> OptimalTableMarkdown(const std::vector<OptimalTableCase>& 
         continue;
       }
       const double gap = (run->sim.makespan_s - reference) / reference;
-      s += " " + Fmt(num, run->sim.makespan_s * scale) + " (+" + Fmt("%.2f", 100 * gap + 0.0) + "%" +
+      s += " " + StrFormat(num, run->sim.makespan_s * scale) + " (+" + StrFormat("%.2f", 100 * gap + 0.0) + "%" +
            (res.proven_optimal ? "" : "\\*") + ") |";
     }
     s += "\n";
   }
-  s += Fmt("\nTotal solve time %.2f s", total) + "; " + std::to_string(proven) + " of " +
+  s += StrFormat("\nTotal solve time %.2f s", total) + "; " + std::to_string(proven) + " of " +
        std::to_string(cases.size()) + " rows proven optimal.\n";
   return s;
 }

@@ -3,7 +3,8 @@
 // feasibility test (memory). Exact: dynamic programming over (stage, end
 // layer) (the classic linear-partition recurrence, as in Narayanan et al.
 // 2019 PipeDream §3.1 / DAPPLE's planner, here with a feasibility predicate),
-// O(S * L^2) with pruning. Deterministic tie-breaks (STYLE.md "Avoid" #10):
+// O(S * L^2) with pruning. Deterministic tie-breaks (the same inputs give the
+// same split, so plans are byte-identical):
 //   1. minimal bottleneck B* = min over splits of max_s t_s;
 //   2. among splits with max_s t_s <= B* (1 + 1e-9): minimal sum_s t_s^2 (the
 //      most even split, so a remainder is spread, never piled on one stage);

@@ -323,8 +323,15 @@ class Engine {
           if (in == kBlocked) return Status::Ok();
           if (in == kError) return err;
           const double end = ready + c_.stages[s].OverlapFB(c_.stages[bs]);
-          Compute(r, t, ready, end,
-                  MemoryDelta(ActionType::kF, c_.memory[s]) + MemoryDelta(ActionType::kB, c_.memory[bs]));
+          // The memory walk takes the halves one after the other, as the
+          // executor runs them (rule 7): the F half's activation is held
+          // before the B half frees its own, so the peak can fall between
+          // them. The F half's point is placed at its share of the pair's
+          // time, F / (F + B).
+          const double f_s = c_.stages[s].f, fb_s = f_s + c_.stages[bs].B();
+          const double f_end = fb_s > 0 ? ready + (end - ready) * (f_s / fb_s) : ready;
+          Compute(r, t, ready, end, MemoryDelta(ActionType::kF, c_.memory[s]), f_end);
+          MemoryStep(r, end, MemoryDelta(ActionType::kB, c_.memory[bs]));
           f_end_[k] = end;
           bwd_end_[Key(bs, bmb)] = end;
           i_done_[Key(bs, bmb)] = false;
@@ -365,7 +372,9 @@ class Engine {
     return Status::Ok();
   }
 
-  void Compute(int r, ActionTiming& t, double start, double end, int64_t mem_delta) {
+  // A compute from `start` to `end` whose memory change `mem_delta` is
+  // recorded at `mem_time` (its end unless given).
+  void Compute(int r, ActionTiming& t, double start, double end, int64_t mem_delta, double mem_time = -1) {
     t.start = start;
     t.end = end;
     free_[r] = end;
@@ -373,9 +382,15 @@ class Engine {
     rr.busy_s += end - start;
     rr.first_compute_start_s = std::min(rr.first_compute_start_s, start);
     rr.last_compute_end_s = std::max(rr.last_compute_end_s, end);
+    MemoryStep(r, mem_time < 0 ? end : mem_time, mem_delta);
+  }
+
+  // One step of rank r's memory walk (rule 7), a point of its timeline.
+  void MemoryStep(int r, double time, int64_t mem_delta) {
+    RankResult& rr = result_.per_rank[r];
     mem_[r] += mem_delta;
     rr.peak_memory_bytes = std::max(rr.peak_memory_bytes, mem_[r]);
-    rr.memory.push_back({end, mem_[r]});
+    rr.memory.push_back({time, mem_[r]});
   }
 
   StatusOr<SimResult> Finish() {

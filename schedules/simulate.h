@@ -47,7 +47,7 @@ struct RankResult {
   int64_t start_memory_bytes = 0;      // static bytes of the rank's stages
   int64_t end_memory_bytes = 0;        // where the walk ends (== start for a sound plan)
   int64_t peak_memory_bytes = 0;       // max of the walk (rule 7)
-  std::vector<MemoryPoint> memory;     // walk, one point per compute action (at its end), per REDUCE_GRAD
+  std::vector<MemoryPoint> memory;     // walk: a point per compute action (at its end; two for OVERLAP_F_B, after each half) and per REDUCE_GRAD
                                        // holding a buffer (at its start) and one at the makespan freeing them
 };
 

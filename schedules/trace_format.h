@@ -1,5 +1,5 @@
 // The pipewright trace format, version 1: one training step of one plan as a
-// Chrome Trace Event / Perfetto JSON file (ECOSYSTEM.md §2). The SAME shape
+// Chrome Trace Event / Perfetto JSON file (docs/VIEWS.md). The SAME shape
 // is written for a simulated plan (`pipewright show PLAN --format trace`) and
 // by the executor for a measured step (`pipewright run --trace FILE`), so
 // `pipewright show` draws either and diffs one against the other.

@@ -31,7 +31,7 @@ const char* AnsiColor(ActionType t) {
 std::string TickLabel(double seconds, double step) {
   // Enough decimals to tell ticks apart.
   int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
-  return Fmt("%.*f", decimals, seconds);
+  return StrFormat("%.*f", decimals, seconds);
 }
 
 // Decimal digits of n >= 0.
@@ -131,9 +131,9 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   for (const TimelineRank& r : t.ranks)
     for (const TimelineBlock& b : r.compute)
       max_microbatch = std::max({max_microbatch, b.action.microbatch, b.action.b_microbatch});
-  std::string out = Fmt("%s: %s, P=%d ranks, S=%d stages, m=%d microbatches%s\n", t.title.c_str(), t.kind.c_str(),
+  std::string out = StrFormat("%s: %s, P=%d ranks, S=%d stages, m=%d microbatches%s\n", t.title.c_str(), t.kind.c_str(),
                         t.pp_size, t.num_stages, t.num_microbatches,
-                        t.tp_size > 1 ? Fmt(", T=%d tensor-parallel ranks per lane (per-TP-rank costs)", t.tp_size).c_str()
+                        t.tp_size > 1 ? StrFormat(", T=%d tensor-parallel ranks per lane (per-TP-rank costs)", t.tp_size).c_str()
                                       : "");
   if (t.makespan_s <= 0 || min_dur <= 0) return out + "(no compute time to draw)\n";
 
@@ -143,7 +143,7 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   const int plot = avail - (win.Compressed() ? kCutColumns : 0) - (static_cast<int>(win.spans.size()) - 1);
   const double shown = win.ShownSeconds();
   if (win.Compressed())
-    out += Fmt("time WINDOWED: shown %s (warm-up and %d steady-state periods, %d periods and the cool-down); the "
+    out += StrFormat("time WINDOWED: shown %s (warm-up and %d steady-state periods, %d periods and the cool-down); the "
                "middle %s of steady state is cut at ~~~ (--window all draws every action)\n",
                win.Describe().c_str(), kWindowPeriods, kWindowPeriods,
                FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str());
@@ -153,13 +153,13 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   if (!compressed) {
     int cols = std::min(kMaxColsPerMin, std::max(1, static_cast<int>(std::floor(plot / units + 1e-9))));
     scale = cols / min_dur;
-    out += Fmt("time: 1 column = %s (shortest action %s = %d column%s); action edges rounded to the nearest "
+    out += StrFormat("time: 1 column = %s (shortest action %s = %d column%s); action edges rounded to the nearest "
                "column\n",
                FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(), cols, cols == 1 ? "" : "s");
   } else {
     scale = plot / shown;
     const int full_width = kLabelWidth + 1 + static_cast<int>(std::ceil(t.makespan_s / min_dur - 1e-9));
-    out += Fmt("time COMPRESSED to fit %d columns: 1 column = %s, longer than the shortest action (%s); an action "
+    out += StrFormat("time COMPRESSED to fit %d columns: 1 column = %s, longer than the shortest action (%s); an action "
                "shorter than half a column shares one (*); %s--width %d or more gives every action its own "
                "columns\n",
                width, FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(),
@@ -222,7 +222,7 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
     const auto& blocks = t.ranks[r].compute;
     const RankCells& rc = cells[r];
     std::vector<std::string> digits(inline_numbers ? 0 : digit_lines, std::string(ncols, ' '));
-    std::string line = Fmt("r%-2d |", r);
+    std::string line = StrFormat("r%-2d |", r);
     for (int c = 0; c < ncols;) {
       const int run = RunLength(rc.cell, c);
       std::string text;
@@ -287,17 +287,17 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   if (win.Compressed()) {
     int hidden = 0;
     for (int r = 0; r < t.pp_size; ++r) hidden = std::max(hidden, win.HiddenActions(t, r));
-    out += Fmt("  ~~~ = %s of steady state not drawn (up to %d actions per rank)\n",
+    out += StrFormat("  ~~~ = %s of steady state not drawn (up to %d actions per rank)\n",
                FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str(), hidden);
   }
   out += "  compute only: SEND/RECV are not drawn (see --format html or trace)\n";
-  out += Fmt("makespan %s, steady step %s, bubble ratio %.4f", FormatSeconds(t.makespan_s).c_str(),
+  out += StrFormat("makespan %s, steady step %s, bubble ratio %.4f", FormatSeconds(t.makespan_s).c_str(),
              FormatSeconds(t.steady_step_s).c_str(), t.bubble_ratio);
   if (t.memory_limit_bytes) out += ", memory limit " + FormatMemory(t, *t.memory_limit_bytes) + " per rank";
   out += "\n";
   for (int r = 0; r < t.pp_size; ++r) {
     const TimelineRank& tr = t.ranks[r];
-    out += Fmt("  rank %d: busy %s, idle %s (%.1f%%)", r, FormatSeconds(tr.busy_s).c_str(),
+    out += StrFormat("  rank %d: busy %s, idle %s (%.1f%%)", r, FormatSeconds(tr.busy_s).c_str(),
                FormatSeconds(tr.idle_s).c_str(), t.makespan_s > 0 ? 100.0 * tr.idle_s / t.makespan_s : 0.0);
     if (!tr.memory.empty()) out += ", peak memory " + FormatMemory(t, tr.peak_memory_bytes);
     out += "\n";
@@ -316,10 +316,10 @@ std::string RenderStaticMemoryText(const Timeline& t) {
     if (sb.by_layer) {
       auto add = [&](const std::string& p) { parts += (parts.empty() ? " = " : " + ") + p; };
       if (r.embedding_bytes) add("embedding " + FormatMemory(t, r.embedding_bytes));
-      if (r.num_blocks) add(Fmt("%d block%s ", r.num_blocks, r.num_blocks == 1 ? "" : "s") + FormatMemory(t, r.block_bytes));
+      if (r.num_blocks) add(StrFormat("%d block%s ", r.num_blocks, r.num_blocks == 1 ? "" : "s") + FormatMemory(t, r.block_bytes));
       if (r.head_bytes) add("head " + FormatMemory(t, r.head_bytes));
     }
-    out += Fmt("  rank %d (stage%s %s): %s%s\n", r.rank, r.stages.size() == 1 ? "" : "s", stages.c_str(),
+    out += StrFormat("  rank %d (stage%s %s): %s%s\n", r.rank, r.stages.size() == 1 ? "" : "s", stages.c_str(),
                FormatMemory(t, r.bytes).c_str(), parts.c_str());
   }
   return out;

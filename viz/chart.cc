@@ -15,7 +15,7 @@ constexpr int kPaletteSize = 10;
 
 std::string N(double x) {
   if (std::fabs(x) < 5e-7) x = 0;
-  return Fmt("%.6g", x);
+  return StrFormat("%.6g", x);
 }
 
 double NiceCeil(double v) {
@@ -27,7 +27,7 @@ double NiceCeil(double v) {
 }
 
 std::string Header(int w, int h, const std::string& title) {
-  return Fmt("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+  return StrFormat("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
              "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
              "font-size=\"12\">\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
              w, h, w, h, w, h) +
@@ -42,7 +42,7 @@ std::string YAxis(double left, double right, double top_px, double bottom_px, do
     double v = top * k / 5, y = bottom_px - (bottom_px - top_px) * k / 5;
     s += "<line x1=\"" + N(left) + "\" y1=\"" + N(y) + "\" x2=\"" + N(right) + "\" y2=\"" + N(y) +
          "\" stroke=\"#e0e0e0\"/><text x=\"" + N(left - 6) + "\" y=\"" + N(y + 4) + "\" text-anchor=\"end\">" +
-         Fmt("%.4g", v) + "</text>\n";
+         StrFormat("%.4g", v) + "</text>\n";
   }
   s += "<text transform=\"translate(16," + N((top_px + bottom_px) / 2) +
        ") rotate(-90)\" text-anchor=\"middle\">" + XmlEscape(label) + "</text>\n";
@@ -78,7 +78,7 @@ std::string LineChartSvg(const std::string& title, const std::string& x_label, c
   for (double t : x_ticks)
     s += "<line x1=\"" + N(X(t)) + "\" y1=\"" + N(bottom_px) + "\" x2=\"" + N(X(t)) + "\" y2=\"" +
          N(bottom_px + 4) + "\" stroke=\"#000\"/><text x=\"" + N(X(t)) + "\" y=\"" + N(bottom_px + 18) +
-         "\" text-anchor=\"middle\">" + Fmt("%g", t) + "</text>\n";
+         "\" text-anchor=\"middle\">" + StrFormat("%g", t) + "</text>\n";
   s += "<line x1=\"" + N(left) + "\" y1=\"" + N(bottom_px) + "\" x2=\"" + N(right) + "\" y2=\"" + N(bottom_px) +
        "\" stroke=\"#000\"/>\n<text x=\"" + N((left + right) / 2) + "\" y=\"" + N(bottom_px + 40) +
        "\" text-anchor=\"middle\">" + XmlEscape(x_label) + "</text>\n";
@@ -91,7 +91,7 @@ std::string LineChartSvg(const std::string& title, const std::string& x_label, c
          "\" fill=\"none\" stroke=\"" + c + "\" stroke-width=\"2\"/>\n";
     for (size_t i = 0; i < ls.x.size(); ++i)
       s += "<circle cx=\"" + N(X(ls.x[i])) + "\" cy=\"" + N(Y(ls.y[i])) + "\" r=\"3.5\" fill=\"" + c + "\"><title>" +
-           XmlEscape(Fmt("%s: m=%g, %.4f", ls.name.c_str(), ls.x[i], ls.y[i])) + "</title></circle>\n";
+           XmlEscape(StrFormat("%s: m=%g, %.4f", ls.name.c_str(), ls.x[i], ls.y[i])) + "</title></circle>\n";
     double ly = top_px + 10 + 20 * k;
     s += "<line x1=\"" + N(right + 20) + "\" y1=\"" + N(ly) + "\" x2=\"" + N(right + 44) + "\" y2=\"" + N(ly) +
          "\" stroke=\"" + c + "\" stroke-width=\"2\"/><text x=\"" + N(right + 50) + "\" y=\"" + N(ly + 4) + "\">" +
@@ -125,7 +125,7 @@ std::string BarChartSvg(const std::string& title, const std::string& y_label, co
       s += "<rect class=\"bar\" data-group=\"" + XmlEscape(g.name) + "\" data-index=\"" + std::to_string(i) +
            "\" x=\"" + N(x) + "\" y=\"" + N(Y(g.values[i])) + "\" width=\"" + N(bar_w - 1) + "\" height=\"" +
            N(bottom_px - Y(g.values[i])) + "\" fill=\"" + kPalette[k % kPaletteSize] + "\"><title>" +
-           XmlEscape(Fmt("%s, %s %zu: %.4g", g.name.c_str(), bar_label.c_str(), i, g.values[i])) +
+           XmlEscape(StrFormat("%s, %s %zu: %.4g", g.name.c_str(), bar_label.c_str(), i, g.values[i])) +
            "</title></rect>\n";
     }
     s += "<text x=\"" + N(gx + bar_w * g.values.size() / 2) + "\" y=\"" + N(bottom_px + 16) +

@@ -53,7 +53,7 @@ namespace {
 
 std::string Pct(double measured, double simulated) {
   if (simulated == 0) return measured == 0 ? "+0.0%" : "n/a";
-  return Fmt("%+.1f%%", 100.0 * (measured - simulated) / simulated);
+  return StrFormat("%+.1f%%", 100.0 * (measured - simulated) / simulated);
 }
 
 std::string PathText(const std::vector<CriticalStep>& path) {
@@ -61,7 +61,7 @@ std::string PathText(const std::vector<CriticalStep>& path) {
   int rank = -1;
   for (const CriticalStep& c : path) {
     if (c.rank != rank) {
-      s += (s.empty() ? "" : " | ") + Fmt("r%d:", c.rank);
+      s += (s.empty() ? "" : " | ") + StrFormat("r%d:", c.rank);
       rank = c.rank;
     }
     s += " " + c.action.ToString();
@@ -73,18 +73,18 @@ std::string PathText(const std::vector<CriticalStep>& path) {
 
 std::string RenderDiffText(const TimelineDiff& d, int max_actions) {
   std::string out;
-  out += Fmt("%-14s %14s %14s %9s\n", "", "measured", "simulated", "diff");
-  out += Fmt("%-14s %14s %14s %9s\n", "makespan", FormatSeconds(d.measured_makespan_s).c_str(),
+  out += StrFormat("%-14s %14s %14s %9s\n", "", "measured", "simulated", "diff");
+  out += StrFormat("%-14s %14s %14s %9s\n", "makespan", FormatSeconds(d.measured_makespan_s).c_str(),
              FormatSeconds(d.simulated_makespan_s).c_str(), Pct(d.measured_makespan_s, d.simulated_makespan_s).c_str());
-  out += Fmt("%-14s %14s %14s %9s\n", "steady step", FormatSeconds(d.measured_steady_s).c_str(),
+  out += StrFormat("%-14s %14s %14s %9s\n", "steady step", FormatSeconds(d.measured_steady_s).c_str(),
              FormatSeconds(d.simulated_steady_s).c_str(), Pct(d.measured_steady_s, d.simulated_steady_s).c_str());
-  out += Fmt("%-14s %14.4f %14.4f %+9.4f\n", "bubble ratio", d.measured_bubble, d.simulated_bubble,
+  out += StrFormat("%-14s %14.4f %14.4f %+9.4f\n", "bubble ratio", d.measured_bubble, d.simulated_bubble,
              d.measured_bubble - d.simulated_bubble);
   out += "\nper rank (bubble = idle / makespan):\n";
-  out += Fmt("%-5s %12s %12s %9s %10s %10s %9s\n", "rank", "busy meas", "busy sim", "diff", "bubble me", "bubble sim",
+  out += StrFormat("%-5s %12s %12s %9s %10s %10s %9s\n", "rank", "busy meas", "busy sim", "diff", "bubble me", "bubble sim",
              "diff");
   for (const RankDiff& r : d.ranks)
-    out += Fmt("%-5d %12s %12s %9s %10.4f %10.4f %+9.4f\n", r.rank, FormatSeconds(r.measured_busy_s).c_str(),
+    out += StrFormat("%-5d %12s %12s %9s %10.4f %10.4f %+9.4f\n", r.rank, FormatSeconds(r.measured_busy_s).c_str(),
                FormatSeconds(r.simulated_busy_s).c_str(), Pct(r.measured_busy_s, r.simulated_busy_s).c_str(),
                r.measured_bubble, r.simulated_bubble, r.measured_bubble - r.simulated_bubble);
   std::vector<ActionDiff> acts = d.actions;
@@ -93,20 +93,20 @@ std::string RenderDiffText(const TimelineDiff& d, int max_actions) {
       return std::fabs(a.measured_dur - a.simulated_dur) > std::fabs(b.measured_dur - b.simulated_dur);
     });
     acts.resize(max_actions);
-    out += Fmt("\nthe %d actions whose duration differs most:\n", max_actions);
+    out += StrFormat("\nthe %d actions whose duration differs most:\n", max_actions);
   } else {
     out += "\nper action:\n";
   }
-  out += Fmt("%-5s %-9s %12s %12s %12s %12s %9s\n", "rank", "action", "start meas", "start sim", "dur meas",
+  out += StrFormat("%-5s %-9s %12s %12s %12s %12s %9s\n", "rank", "action", "start meas", "start sim", "dur meas",
              "dur sim", "dur diff");
   for (const ActionDiff& a : acts)
-    out += Fmt("%-5d %-9s %12s %12s %12s %12s %9s\n", a.rank, a.action.ToString().c_str(),
+    out += StrFormat("%-5d %-9s %12s %12s %12s %12s %9s\n", a.rank, a.action.ToString().c_str(),
                FormatSeconds(a.measured_start).c_str(), FormatSeconds(a.simulated_start).c_str(),
                FormatSeconds(a.measured_dur).c_str(), FormatSeconds(a.simulated_dur).c_str(),
                Pct(a.measured_dur, a.simulated_dur).c_str());
-  out += Fmt("\ncritical path, measured (%zu actions): %s\n", d.measured_critical.size(),
+  out += StrFormat("\ncritical path, measured (%zu actions): %s\n", d.measured_critical.size(),
              PathText(d.measured_critical).c_str());
-  out += Fmt("critical path, simulated (%zu actions): %s\n", d.simulated_critical.size(),
+  out += StrFormat("critical path, simulated (%zu actions): %s\n", d.simulated_critical.size(),
              PathText(d.simulated_critical).c_str());
   return out;
 }

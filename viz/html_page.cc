@@ -27,7 +27,7 @@ std::string RankTable(const Timeline& t) {
                   "<th>peak memory</th></tr>\n";
   for (int r = 0; r < t.pp_size; ++r) {
     const TimelineRank& tr = t.ranks[r];
-    s += Fmt("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%.1f</td><td>%s</td></tr>\n", r,
+    s += StrFormat("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%.1f</td><td>%s</td></tr>\n", r,
              StagesText(tr.stages).c_str(), XmlEscape(FormatSeconds(tr.busy_s)).c_str(),
              XmlEscape(FormatSeconds(tr.idle_s)).c_str(), t.makespan_s > 0 ? 100 * tr.idle_s / t.makespan_s : 0.0,
              tr.memory.empty() ? "&ndash;" : XmlEscape(FormatMemory(t, tr.peak_memory_bytes)).c_str());
@@ -39,12 +39,12 @@ std::string SummaryTable(const Timeline& t) {
   std::string s = "<table>\n";
   s += "<tr><th class=\"l\">source</th><td class=\"l\">" + XmlEscape(t.kind) + "</td></tr>\n";
   s += "<tr><th class=\"l\">schedule</th><td class=\"l\">" + XmlEscape(t.schedule) + "</td></tr>\n";
-  s += Fmt("<tr><th class=\"l\">P, S, m</th><td class=\"l\">%d ranks, %d stages, %d microbatches</td></tr>\n",
+  s += StrFormat("<tr><th class=\"l\">P, S, m</th><td class=\"l\">%d ranks, %d stages, %d microbatches</td></tr>\n",
            t.pp_size, t.num_stages, t.num_microbatches);
   s += "<tr><th class=\"l\">makespan</th><td class=\"l\">" + XmlEscape(FormatSeconds(t.makespan_s)) + "</td></tr>\n";
   s += "<tr><th class=\"l\">steady step</th><td class=\"l\">" + XmlEscape(FormatSeconds(t.steady_step_s)) +
        "</td></tr>\n";
-  s += Fmt("<tr><th class=\"l\">bubble ratio</th><td class=\"l\">%.4f</td></tr>\n", t.bubble_ratio);
+  s += StrFormat("<tr><th class=\"l\">bubble ratio</th><td class=\"l\">%.4f</td></tr>\n", t.bubble_ratio);
   if (t.memory_limit_bytes)
     s += "<tr><th class=\"l\">memory limit</th><td class=\"l\">" + XmlEscape(FormatMemory(t, *t.memory_limit_bytes)) +
          "</td></tr>\n";
@@ -70,25 +70,25 @@ std::string StaticTable(const Timeline& t) {
       std::string parts;
       for (const StaticPart& p : st.parts)
         parts += (parts.empty() ? "" : " + ") + PartName(p) + " " + FormatMemory(t, p.bytes);
-      detail += (detail.empty() ? "" : "; ") + Fmt("stage %d: ", st.stage) +
+      detail += (detail.empty() ? "" : "; ") + StrFormat("stage %d: ", st.stage) +
                 (parts.empty() ? FormatMemory(t, st.bytes) : parts);
     }
     auto cell = [&](int64_t b) { return sb.by_layer && b > 0 ? XmlEscape(FormatMemory(t, b)) : std::string("&ndash;"); };
     auto bar = [&](int64_t b, const char* color, const std::string& what) {
       double w = 260.0 * double(b) / double(most);
-      return b > 0 ? Fmt("<span title=\"%s\" style=\"display:inline-block;vertical-align:middle;height:12px;width:%.1fpx;background:%s\">"
+      return b > 0 ? StrFormat("<span title=\"%s\" style=\"display:inline-block;vertical-align:middle;height:12px;width:%.1fpx;background:%s\">"
                          "</span>",
                          XmlEscape(what).c_str(), w, color)
                    : std::string();
     };
     std::string bars = sb.by_layer ? bar(r.embedding_bytes, "#e15759", "embedding") +
-                                         bar(r.block_bytes, "#76b7b2", Fmt("%d blocks", r.num_blocks)) +
+                                         bar(r.block_bytes, "#76b7b2", StrFormat("%d blocks", r.num_blocks)) +
                                          bar(r.head_bytes, "#edc948", "head")
                                    : bar(r.bytes, "#76b7b2", "static");
-    s += Fmt("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+    s += StrFormat("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
              "<td class=\"l bar\">%s</td><td class=\"l\" style=\"white-space:normal\">%s</td></tr>\n",
              r.rank, stages.c_str(), cell(r.embedding_bytes).c_str(),
-             sb.by_layer ? (XmlEscape(FormatMemory(t, r.block_bytes)) + Fmt(" (%d)", r.num_blocks)).c_str() : "&ndash;",
+             sb.by_layer ? (XmlEscape(FormatMemory(t, r.block_bytes)) + StrFormat(" (%d)", r.num_blocks)).c_str() : "&ndash;",
              cell(r.head_bytes).c_str(), XmlEscape(FormatMemory(t, r.bytes)).c_str(), bars.c_str(),
              XmlEscape(detail).c_str());
   }
@@ -143,9 +143,9 @@ std::string RenderDiffHtml(const Timeline& measured, const Timeline& simulated, 
   s += "<h1>Measured vs simulated</h1>\n";
   s += "<table>\n<tr><th></th><th>measured</th><th>simulated</th><th>diff</th></tr>\n";
   auto row = [&](const char* name, double m, double sim, bool seconds) {
-    std::string dm = seconds ? FormatSeconds(m) : Fmt("%.4f", m);
-    std::string ds = seconds ? FormatSeconds(sim) : Fmt("%.4f", sim);
-    std::string diff = seconds ? (sim != 0 ? Fmt("%+.1f%%", 100 * (m - sim) / sim) : "&ndash;") : Fmt("%+.4f", m - sim);
+    std::string dm = seconds ? FormatSeconds(m) : StrFormat("%.4f", m);
+    std::string ds = seconds ? FormatSeconds(sim) : StrFormat("%.4f", sim);
+    std::string diff = seconds ? (sim != 0 ? StrFormat("%+.1f%%", 100 * (m - sim) / sim) : "&ndash;") : StrFormat("%+.4f", m - sim);
     s += "<tr><th class=\"l\">" + std::string(name) + "</th><td>" + XmlEscape(dm) + "</td><td>" + XmlEscape(ds) +
          "</td><td>" + diff + "</td></tr>\n";
   };
@@ -160,13 +160,13 @@ std::string RenderDiffHtml(const Timeline& measured, const Timeline& simulated, 
   s += "<h2>Per rank bubble (idle / makespan)</h2>\n<table>\n<tr><th>rank</th><th>busy measured</th>"
        "<th>busy simulated</th><th>bubble measured</th><th>bubble simulated</th><th>diff</th></tr>\n";
   for (const RankDiff& r : d.ranks)
-    s += Fmt("<tr><td>%d</td><td>%s</td><td>%s</td><td>%.4f</td><td>%.4f</td><td>%+.4f</td></tr>\n", r.rank,
+    s += StrFormat("<tr><td>%d</td><td>%s</td><td>%s</td><td>%.4f</td><td>%.4f</td><td>%+.4f</td></tr>\n", r.rank,
              XmlEscape(FormatSeconds(r.measured_busy_s)).c_str(), XmlEscape(FormatSeconds(r.simulated_busy_s)).c_str(),
              r.measured_bubble, r.simulated_bubble, r.measured_bubble - r.simulated_bubble);
   s += "</table>\n";
   auto path_row = [&](const char* name, const std::vector<CriticalStep>& p) {
     std::string t;
-    for (const CriticalStep& c : p) t += (t.empty() ? "" : " &rarr; ") + Fmt("r%d:", c.rank) + c.action.ToString();
+    for (const CriticalStep& c : p) t += (t.empty() ? "" : " &rarr; ") + StrFormat("r%d:", c.rank) + c.action.ToString();
     s += "<p><b>" + std::string(name) + "</b> (" + std::to_string(p.size()) + " actions): " + t + "</p>\n";
   };
   s += "<h2>Critical paths</h2>\n";
@@ -175,11 +175,11 @@ std::string RenderDiffHtml(const Timeline& measured, const Timeline& simulated, 
   s += "<h2>Per action</h2>\n<table>\n<tr><th>rank</th><th class=\"l\">action</th><th>start measured</th>"
        "<th>start simulated</th><th>duration measured</th><th>duration simulated</th><th>diff</th></tr>\n";
   for (const ActionDiff& a : d.actions)
-    s += Fmt("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+    s += StrFormat("<tr><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
              a.rank, a.action.ToString().c_str(), XmlEscape(FormatSeconds(a.measured_start)).c_str(),
              XmlEscape(FormatSeconds(a.simulated_start)).c_str(), XmlEscape(FormatSeconds(a.measured_dur)).c_str(),
              XmlEscape(FormatSeconds(a.simulated_dur)).c_str(),
-             a.simulated_dur != 0 ? Fmt("%+.1f%%", 100 * (a.measured_dur - a.simulated_dur) / a.simulated_dur).c_str()
+             a.simulated_dur != 0 ? StrFormat("%+.1f%%", 100 * (a.measured_dur - a.simulated_dur) / a.simulated_dur).c_str()
                                   : "&ndash;");
   s += "</table>\n</body>\n</html>\n";
   return s;

@@ -1,4 +1,5 @@
 #include "viz/report.h"
+#include "base/file_io.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -17,15 +17,15 @@ std::string Label(const ReportCell& c) {
   return c.v > 1 ? c.display_name + " (v=" + std::to_string(c.v) + ")" : c.display_name;
 }
 
-std::string Num(const Fraction& f) { return Fmt("%.6g", f.value()); }
-std::string Ratio(const Fraction& f) { return Fmt("%.4f", f.value()); }
+std::string Num(const Fraction& f) { return StrFormat("%.6g", f.value()); }
+std::string Ratio(const Fraction& f) { return StrFormat("%.4f", f.value()); }
 
 // "27 ✓", "26 ✗ (closed 27)", or "" when no closed form.
 std::string Check(const Fraction& sim, const std::optional<Fraction>& closed, bool ratio) {
   if (!closed) return "–";
   std::string v = ratio ? Ratio(*closed) + " (" + closed->ToString() + ")" : Num(*closed);
   if (sim == *closed) return v + " ✓";
-  return v + " ✗ Δ " + Fmt("%+.6g", sim.value() - closed->value());
+  return v + " ✗ Δ " + StrFormat("%+.6g", sim.value() - closed->value());
 }
 
 std::string FirstLine(const std::string& s) {
@@ -77,13 +77,13 @@ std::string MeasuredSection(const std::vector<MeasuredRun>& runs, Status* error)
     }
     std::string per_rank;
     for (const RankDiff& r : d->ranks)
-      per_rank += (per_rank.empty() ? "" : "; ") + Fmt("r%d %.3f / %.3f", r.rank, r.measured_bubble, r.simulated_bubble);
+      per_rank += (per_rank.empty() ? "" : "; ") + StrFormat("r%d %.3f / %.3f", r.rank, r.measured_bubble, r.simulated_bubble);
     s += "| `" + run.trace_path + "` | `" + run.plan_path + "` | " + FormatSeconds(d->measured_makespan_s) + " | " +
          FormatSeconds(d->simulated_makespan_s) + " | " +
          (d->simulated_makespan_s > 0
-              ? Fmt("%+.1f%%", 100 * (d->measured_makespan_s - d->simulated_makespan_s) / d->simulated_makespan_s)
+              ? StrFormat("%+.1f%%", 100 * (d->measured_makespan_s - d->simulated_makespan_s) / d->simulated_makespan_s)
               : std::string("–")) +
-         " | " + Fmt("%.4f", d->measured_bubble) + " | " + Fmt("%.4f", d->simulated_bubble) + " | " + per_rank +
+         " | " + StrFormat("%.4f", d->measured_bubble) + " | " + StrFormat("%.4f", d->simulated_bubble) + " | " + per_rank +
          " |\n";
   }
   return s + "\n";
@@ -134,7 +134,7 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
           groups.push_back(g);
         }
     std::string name = "peak_memory_p" + std::to_string(P) + "_m" + std::to_string(m) + ".svg";
-    rep.files.push_back({name, BarChartSvg(Fmt("Peak activation memory per rank, P = %d, m = %d (M_B)", P, m),
+    rep.files.push_back({name, BarChartSvg(StrFormat("Peak activation memory per rank, P = %d, m = %d (M_B)", P, m),
                                            "peak memory (M_B)", "rank", groups)});
     chart_refs.push_back("![peak memory per rank, P=" + std::to_string(P) + ", m=" + std::to_string(m) + "](" +
                          name + ")");
@@ -205,7 +205,7 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
           Check(c.bubble_ratio, c.closed.bubble_ratio, true) + " | " + Ratio(c.steady_bubble) + " | " + Num(mx) +
           " / " + Num(mn) + " | " + peak_closed + " |\n";
   }
-  md += Fmt("\nClosed-form cells: %d agree exactly with the simulation, %d differ.\n\n", agree, disagree);
+  md += StrFormat("\nClosed-form cells: %d agree exactly with the simulation, %d differ.\n\n", agree, disagree);
 
   md += "## Peak memory per rank (M_B), rank 0 first\n\n| schedule | P | m | simulated | closed form |\n"
         "|---|---|---|---|---|\n";

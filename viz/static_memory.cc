@@ -45,8 +45,8 @@ std::string PartName(const StaticPart& p) {
     case LayerKind::kEmbedding: return "embedding";
     case LayerKind::kHead: return "head";
     default:
-      return p.first_block == p.last_block ? Fmt("block %d", p.first_block)
-                                           : Fmt("blocks %d-%d", p.first_block, p.last_block);
+      return p.first_block == p.last_block ? StrFormat("block %d", p.first_block)
+                                           : StrFormat("blocks %d-%d", p.first_block, p.last_block);
   }
 }
 
@@ -110,7 +110,7 @@ StaticBreakdown StaticMemoryOf(const Plan& plan) {
   if (!out.by_layer)
     out.method = "the plan has no layer list: static bytes per stage only";
   else if (out.exact)
-    out.method = Fmt("parameters held x %lld B per parameter (%s)",
+    out.method = StrFormat("parameters held x %lld B per parameter (%s)",
                      static_cast<long long>(per_param), PrecisionName(plan.training->precision));
   else
     out.method = "each stage's static bytes apportioned over its layers by parameters held";

@@ -24,14 +24,14 @@ constexpr const char* kPairOutline = "#1a1a1a";  // the outline that joins an OV
 // Pixel coordinates: 3 decimals, trailing zeros dropped (deterministic).
 std::string N(double x) {
   if (std::fabs(x) < 5e-4) x = 0;
-  std::string s = Fmt("%.3f", x);
+  std::string s = StrFormat("%.3f", x);
   while (s.back() == '0') s.pop_back();
   if (s.back() == '.') s.pop_back();
   return s;
 }
 
 // Seconds in data-* attributes: 10 significant digits.
-std::string T(double seconds) { return Fmt("%.10g", seconds); }
+std::string T(double seconds) { return StrFormat("%.10g", seconds); }
 
 // Idle intervals of a rank inside [0, end]: the gaps between its compute blocks.
 std::vector<std::pair<double, double>> IdleIntervals(const TimelineRank& r, double end) {
@@ -197,7 +197,7 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
                                  (m.available_s > win.HiddenBegin() && m.available_s < win.HiddenEnd()))))
         shown_msgs.push_back(&m);
   const bool hover_arrows = static_cast<int>(shown_msgs.size()) > kMaxVisibleArrows;
-  std::string s = Fmt(
+  std::string s = StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline%s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d "
       "%d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n",
       hover_arrows ? " arrows-on-hover" : "", g.width, g.height, g.width, g.height);
@@ -218,8 +218,8 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
   if (o.header) {
     s += "<text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">" + XmlEscape(t.title) + "</text>\n";
     s += "<text class=\"summary\" x=\"10\" y=\"44\">" +
-         XmlEscape(Fmt("%s: P=%d%s, S=%d, m=%d | makespan %s | steady step %s | bubble ratio %.4f", t.kind.c_str(),
-                       t.pp_size, t.tp_size > 1 ? Fmt(" (x T=%d per lane)", t.tp_size).c_str() : "", t.num_stages,
+         XmlEscape(StrFormat("%s: P=%d%s, S=%d, m=%d | makespan %s | steady step %s | bubble ratio %.4f", t.kind.c_str(),
+                       t.pp_size, t.tp_size > 1 ? StrFormat(" (x T=%d per lane)", t.tp_size).c_str() : "", t.num_stages,
                        t.num_microbatches, FormatSeconds(t.makespan_s).c_str(), FormatSeconds(t.steady_step_s).c_str(),
                        t.bubble_ratio)) +
          "</text>\n";
@@ -228,12 +228,12 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
   // The hover text of a block, shared by the block and its hover target.
   auto block_title = [&](int r, const TimelineBlock& b, bool hi) {
     if (IsOverlap(b.action.type))
-      return XmlEscape(Fmt("rank %d: %s, an overlapped pair run as one action: F of stage %d microbatch %d with B of "
+      return XmlEscape(StrFormat("rank %d: %s, an overlapped pair run as one action: F of stage %d microbatch %d with B of "
                            "stage %d microbatch %d, %s .. %s, %s%s",
                            r, b.action.ToString().c_str(), b.action.stage, b.action.microbatch, b.action.b_stage,
                            b.action.b_microbatch, FormatSeconds(b.start).c_str(), FormatSeconds(b.end).c_str(),
                            FormatSeconds(b.end - b.start).c_str(), hi ? ", on the critical path" : ""));
-    return XmlEscape(Fmt("rank %d: %s (stage %d, microbatch %d) %s .. %s, %s%s", r, b.action.ToString().c_str(),
+    return XmlEscape(StrFormat("rank %d: %s (stage %d, microbatch %d) %s .. %s, %s%s", r, b.action.ToString().c_str(),
                          b.action.stage, b.action.microbatch, FormatSeconds(b.start).c_str(),
                          FormatSeconds(b.end).c_str(), FormatSeconds(b.end - b.start).c_str(),
                          hi ? ", on the critical path" : ""));
@@ -243,13 +243,13 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
   for (int r = 0; r < t.pp_size; ++r) {
     const TimelineRank& tr = t.ranks[r];
     double y = g.LaneTop(r);
-    s += Fmt("<text x=\"10\" y=\"%s\" dominant-baseline=\"middle\">rank %d</text>\n", N(y + kLaneHeight / 2).c_str(), r);
+    s += StrFormat("<text x=\"10\" y=\"%s\" dominant-baseline=\"middle\">rank %d</text>\n", N(y + kLaneHeight / 2).c_str(), r);
     for (const auto& [a, b] : IdleIntervals(tr, t.makespan_s)) {
       if (win.Hides(a, b)) continue;
       s += "<rect class=\"idle\" data-rank=\"" + std::to_string(r) + "\" data-start=\"" + T(a) + "\" data-end=\"" +
            T(b) + "\" x=\"" + N(g.X(a)) + "\" y=\"" + N(y) + "\" width=\"" + N(g.X(b) - g.X(a)) +
            "\" height=\"" + N(kLaneHeight) + "\" fill=\"url(#idlehatch)\"><title>" +
-           XmlEscape(Fmt("rank %d idle %s .. %s (%s)", r, FormatSeconds(a).c_str(), FormatSeconds(b).c_str(),
+           XmlEscape(StrFormat("rank %d idle %s .. %s (%s)", r, FormatSeconds(a).c_str(), FormatSeconds(b).c_str(),
                          FormatSeconds(b - a).c_str())) +
            "</title></rect>\n";
     }
@@ -297,12 +297,12 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
            "\" data-start=\"" + T(b.start) + "\" data-end=\"" + T(b.end) + "\" x=\"" + N(g.X(b.start)) +
            "\" y=\"" + N(y + kLaneHeight + 5.5) + "\" width=\"" + N(std::max(1.0, g.X(b.end) - g.X(b.start))) +
            "\" height=\"" + N(kReduceBarHeight) + "\" fill=\"" + kReduceColor + "\"><title>" +
-           XmlEscape(Fmt("rank %d: %s (gradient reduction of stage %d over its data-parallel group) %s .. %s, %s", r,
+           XmlEscape(StrFormat("rank %d: %s (gradient reduction of stage %d over its data-parallel group) %s .. %s, %s", r,
                          name.c_str(), b.action.stage, FormatSeconds(b.start).c_str(), FormatSeconds(b.end).c_str(),
                          FormatSeconds(b.end - b.start).c_str())) +
            "</title></rect>\n";
     }
-    s += Fmt("<text x=\"%s\" y=\"%s\" dominant-baseline=\"middle\" fill=\"#333\">busy %s, idle %.1f%%</text>\n",
+    s += StrFormat("<text x=\"%s\" y=\"%s\" dominant-baseline=\"middle\" fill=\"#333\">busy %s, idle %.1f%%</text>\n",
              N(g.plot_end_x + 8).c_str(), N(y + kLaneHeight / 2).c_str(), FormatSeconds(tr.busy_s).c_str(),
              t.makespan_s > 0 ? 100.0 * tr.idle_s / t.makespan_s : 0.0);
   }
@@ -319,7 +319,7 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
            "\" x1=\"" + N(g.X(m.sent_s)) + "\" y1=\"" + N(y1) + "\" x2=\"" + N(g.X(m.available_s)) + "\" y2=\"" +
            N(y2) + "\" stroke=\"#444\" stroke-opacity=\"0.55\" stroke-width=\"1\" marker-end=\"url(#arrowhead)\">" +
            "<title>" +
-           XmlEscape(Fmt("%s (rank %d) -> %s (rank %d): posted %s, available %s", m.send.ToString().c_str(),
+           XmlEscape(StrFormat("%s (rank %d) -> %s (rank %d): posted %s, available %s", m.send.ToString().c_str(),
                          m.src_rank, m.recv.ToString().c_str(), m.dst_rank, FormatSeconds(m.sent_s).c_str(),
                          FormatSeconds(m.available_s).c_str())) +
            "</title></line>\n";
@@ -371,7 +371,7 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     if (t.memory_limit_bytes && g.limit_drawn)
       limit_note = "; dashed red: the limit, " + FormatMemory(t, *t.memory_limit_bytes);
     else if (t.memory_limit_bytes)
-      limit_note = Fmt("; limit %s, above the axis (highest peak %.0f%% of it)",
+      limit_note = StrFormat("; limit %s, above the axis (highest peak %.0f%% of it)",
                        FormatMemory(t, *t.memory_limit_bytes).c_str(),
                        100.0 * double(peak) / double(*t.memory_limit_bytes));
     s += "<text class=\"memtitle\" x=\"10\" y=\"" + N(g.memory_top0 - 10) +
@@ -382,7 +382,7 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
       const TimelineRank& tr = t.ranks[r];
       double y0 = g.memory_top0 + r * g.memory_pitch;
       auto Y = [&](int64_t b) { return y0 + g.memory_height * (1.0 - double(b) / double(top)); };
-      s += Fmt("<text x=\"10\" y=\"%s\" dominant-baseline=\"middle\">rank %d</text>\n",
+      s += StrFormat("<text x=\"10\" y=\"%s\" dominant-baseline=\"middle\">rank %d</text>\n",
                N(y0 + g.memory_height / 2).c_str(), r);
       s += "<rect x=\"" + N(g.X(0)) + "\" y=\"" + N(y0) + "\" width=\"" + N(g.plot_end_x - g.X(0)) +
            "\" height=\"" + N(g.memory_height) + "\" fill=\"#f7f7f7\" stroke=\"#ccc\"/>\n";
@@ -392,7 +392,7 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
           s += "<rect class=\"static\" data-rank=\"" + std::to_string(r) + "\" x=\"" + N(g.X(0)) + "\" y=\"" +
                N(Y(base)) + "\" width=\"" + N(g.plot_end_x - g.X(0)) + "\" height=\"" + N(y0 + g.memory_height - Y(base)) +
                "\" fill=\"#dddddd\"><title>" +
-               XmlEscape(Fmt("rank %d static %s", r, FormatMemory(t, base).c_str())) + "</title></rect>\n";
+               XmlEscape(StrFormat("rank %d static %s", r, FormatMemory(t, base).c_str())) + "</title></rect>\n";
         std::string pts;
         int64_t cur = base;
         pts += N(g.X(0)) + "," + N(Y(cur));
@@ -409,7 +409,7 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
         pts += " " + N(g.X(t.makespan_s)) + "," + N(Y(cur));
         s += "<polyline class=\"mem\" data-rank=\"" + std::to_string(r) + "\" points=\"" + pts +
              "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"><title>" +
-             XmlEscape(Fmt("rank %d peak memory %s", r, FormatMemory(t, tr.peak_memory_bytes).c_str())) +
+             XmlEscape(StrFormat("rank %d peak memory %s", r, FormatMemory(t, tr.peak_memory_bytes).c_str())) +
              "</title></polyline>\n";
       }
       if (t.memory_limit_bytes && g.limit_drawn)
@@ -430,7 +430,7 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     const double ybot = g.memory_height > 0 ? g.memory_top0 + t.pp_size * g.memory_pitch : axis_y + 20;
     int hidden = 0;
     for (int r = 0; r < t.pp_size; ++r) hidden = std::max(hidden, win.HiddenActions(t, r));
-    std::string what = Fmt("%s of steady state compressed here (%s .. %s; up to %d actions per rank not drawn)",
+    std::string what = StrFormat("%s of steady state compressed here (%s .. %s; up to %d actions per rank not drawn)",
                            FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str(),
                            FormatSeconds(win.HiddenBegin()).c_str(), FormatSeconds(win.HiddenEnd()).c_str(), hidden);
     s += "<g class=\"cut\" data-hidden-start=\"" + T(win.HiddenBegin()) + "\" data-hidden-end=\"" +
@@ -455,7 +455,7 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     const double cy = (g.LaneTop(0) + g.LaneTop(t.pp_size - 1) + kLaneHeight) / 2, cx = (x1 + x2) / 2;
     s += "<text x=\"" + N(cx) + "\" y=\"" + N(cy) + "\" text-anchor=\"middle\" dominant-baseline=\"central\" "
          "font-size=\"11\" fill=\"#333\" transform=\"rotate(-90 " + N(cx) + " " + N(cy) + ")\">" +
-         XmlEscape(Fmt("\xE2\x89\x88 %s compressed", FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str())) +
+         XmlEscape(StrFormat("\xE2\x89\x88 %s compressed", FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str())) +
          "</text>\n";
     s += "<text x=\"" + N(cx) + "\" y=\"" + N(axis_y + 16) + "\" text-anchor=\"middle\" fill=\"#333\">"
          "\xE2\x80\xA6</text>\n</g>\n";

@@ -12,21 +12,6 @@
 
 namespace pw::viz {
 
-std::string Fmt(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char buf[512];
-  int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n < static_cast<int>(sizeof(buf))) return std::string(buf, n < 0 ? 0 : n);
-  std::string out(static_cast<size_t>(n) + 1, '\0');
-  va_start(ap, fmt);
-  std::vsnprintf(&out[0], out.size(), fmt, ap);
-  va_end(ap);
-  out.resize(n);
-  return out;
-}
-
 double NiceStep(double min_step) {
   if (min_step <= 0) return 1;
   double p = std::pow(10.0, std::floor(std::log10(min_step)));
@@ -44,19 +29,19 @@ std::string StagesText(const std::vector<int>& stages) {
 std::string FormatSeconds(double s) {
   double a = std::fabs(s);
   if (a == 0) return "0 s";
-  if (a >= 1) return Fmt("%.4g s", s);
-  if (a >= 1e-3) return Fmt("%.4g ms", s * 1e3);
-  return Fmt("%.4g \xC2\xB5s", s * 1e6);
+  if (a >= 1) return StrFormat("%.4g s", s);
+  if (a >= 1e-3) return StrFormat("%.4g ms", s * 1e3);
+  return StrFormat("%.4g \xC2\xB5s", s * 1e6);
 }
 
 std::string FormatMemory(const Timeline& t, int64_t bytes) {
   if (t.memory_unit_bytes > 1 || t.memory_unit_name != "B")
-    return Fmt("%.4g %s", double(bytes) / double(t.memory_unit_bytes), t.memory_unit_name.c_str());
+    return StrFormat("%.4g %s", double(bytes) / double(t.memory_unit_bytes), t.memory_unit_name.c_str());
   double b = double(bytes);
-  if (std::fabs(b) >= 1024.0 * 1024 * 1024) return Fmt("%.2f GiB", b / (1024.0 * 1024 * 1024));
-  if (std::fabs(b) >= 1024.0 * 1024) return Fmt("%.2f MiB", b / (1024.0 * 1024));
-  if (std::fabs(b) >= 1024.0) return Fmt("%.2f KiB", b / 1024.0);
-  return Fmt("%lld B", static_cast<long long>(bytes));
+  if (std::fabs(b) >= 1024.0 * 1024 * 1024) return StrFormat("%.2f GiB", b / (1024.0 * 1024 * 1024));
+  if (std::fabs(b) >= 1024.0 * 1024) return StrFormat("%.2f MiB", b / (1024.0 * 1024));
+  if (std::fabs(b) >= 1024.0) return StrFormat("%.2f KiB", b / 1024.0);
+  return StrFormat("%lld B", static_cast<long long>(bytes));
 }
 
 std::string XmlEscape(const std::string& s) {

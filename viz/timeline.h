@@ -14,6 +14,7 @@
 
 #include "schedules/action.h"
 #include "base/costs.h"
+#include "base/format.h"  // StrFormat, used by every view
 #include "schedules/program.h"
 #include "schedules/simulate.h"
 #include "viz/static_memory.h"
@@ -124,8 +125,6 @@ std::string FormatSeconds(double s);
 std::string FormatMemory(const Timeline& t, int64_t bytes);
 // Escapes &, <, >, " and ' for XML/HTML text and attributes.
 std::string XmlEscape(const std::string& s);
-// printf-style formatting into a std::string.
-std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // A "nice" axis tick step (1, 2 or 5 times a power of ten) of at least
 // `min_step`; 1 if min_step <= 0.
 double NiceStep(double min_step);

@@ -1,4 +1,7 @@
 #include "executor/checkpoint/checkpoint.h"
+#include "base/hash.h"
+#include "base/json_text.h"
+#include "base/file_io.h"
 
 #include <cstdio>
 #include <cstring>
@@ -23,35 +26,16 @@ std::string CheckpointShardFileName(const std::string& layer, int shard, int sha
   return layer + ".adamw_shard_" + std::to_string(shard) + "_of_" + std::to_string(shards) + ".safetensors";
 }
 
-uint64_t DigestBytes(const void* data, size_t n, uint64_t h) {
-  constexpr uint64_t kPrime = 1099511628211ull;
-  const auto* b = static_cast<const unsigned char*>(data);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, b + i, 8);  // little-endian hosts (x86-64, aarch64)
-    h = (h ^ w) * kPrime;
-  }
-  for (; i < n; ++i) h = (h ^ b[i]) * kPrime;
-  return h;
-}
-
-std::string DigestHex(uint64_t h) {
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  return hex;
-}
-
 StatusOr<std::string> CheckpointFileDigest(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("checkpoint file " + path + " cannot be read");
-  uint64_t h = kDigestSeed;
+  uint64_t h = kFnv1aOffsetBasis;
   std::vector<char> buf(1 << 20);  // a multiple of 8: only the last chunk has a tail
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    h = DigestBytes(buf.data(), static_cast<size_t>(in.gcount()), h);
+    h = Fnv1a64Words(buf.data(), static_cast<size_t>(in.gcount()), h);
   }
-  return DigestHex(h);
+  return HashHex(h);
 }
 
 nlohmann::json CheckpointModelJson(const ModelConfig& model) { return HfConfigJson(model); }
@@ -86,8 +70,10 @@ StatusOr<CheckpointManifest> ReadManifest(const std::string& step_dir) {
   if (!in) return Status::NotFound(path + " not found (not a complete checkpoint)");
   std::stringstream ss;
   ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(path + ": not a JSON object");
+  // A cut-off or corrupt file is named as such (the one JSON reader); valid
+  // JSON of another shape is "not a JSON object".
+  PW_ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonText(ss.str(), path));
+  if (!j.is_object()) return Status::InvalidArgument(path + ": not a JSON object");
   CheckpointManifest m;
   std::string field;
   try {

@@ -90,13 +90,6 @@ std::string CheckpointLayerFileName(const std::string& layer);
 // "<layer>.adamw_shard_<shard>_of_<shards>.safetensors": ZeRO-1 shard file.
 std::string CheckpointShardFileName(const std::string& layer, int shard, int shards);
 
-// FNV-1a 64 over 64-bit little-endian words (then the remaining bytes one
-// by one), continuing from `h`: several GB/s. Chaining calls on pieces whose
-// sizes are multiples of 8 equals one call on the whole.
-inline constexpr uint64_t kDigestSeed = 1469598103934665603ull;
-uint64_t DigestBytes(const void* data, size_t n, uint64_t h = kDigestSeed);
-// 16 hex digits.
-std::string DigestHex(uint64_t h);
 
 // Digest of a file's bytes: FNV-1a 64 applied to its 64-bit little-endian
 // words (then to the remaining bytes one by one), as 16 hex digits; reads

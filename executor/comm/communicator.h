@@ -8,7 +8,7 @@
 // loopback_communicator.h), TcpCommunicator (tcp_communicator.h) and
 // NcclCommunicator (device buffers, nccl_communicator.h): it keeps the same
 // FIFO-per-channel guarantee and fuses each batch of posts into one group
-// (ECOSYSTEM §3.4).
+// (ncclGroupStart/End; docs/ARCHITECTURE.md, "The executor at run time").
 //
 // Channels: for each ordered rank pair (src, dst) there is one FIFO channel
 // per direction: the k-th Isend from src to dst on channel c matches the k-th

@@ -1,5 +1,5 @@
 // Where this process sits in the job, read from the launcher's environment
-// (ECOSYSTEM.md §3): Open MPI's mpirun (OMPI_COMM_WORLD_*), Slurm's srun
+// (docs/LAUNCH.md): Open MPI's mpirun (OMPI_COMM_WORLD_*), Slurm's srun
 // (SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID), torchrun (RANK /
 // WORLD_SIZE / LOCAL_RANK). Torch-free and MPI-free.
 #pragma once

@@ -1,4 +1,5 @@
 #include "executor/comm/mpi_communicator.h"
+#include "base/format.h"
 
 #include <mpi.h>
 #include <unistd.h>
@@ -300,10 +301,8 @@ Status MpiCommunicator::Poll(void* request_ptr, void* status_ptr, const std::str
     if (rc != MPI_SUCCESS || done) break;
     if (watchdog_s_ > 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > watchdog_s_) {
-      char secs[32];
-      std::snprintf(secs, sizeof(secs), "%g", watchdog_s_);
       return Status::CommError(Host() + ": " + Who(rank_) + ": " + what + ": no progress for " +
-                               secs + " s (watchdog --watchdog-s): the peer died, hangs, or is far behind");
+                               FormatShort(watchdog_s_) + " s (watchdog --watchdog-s): the peer died, hangs, or is far behind");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(us));
   }

@@ -1,5 +1,6 @@
 // MpiCommunicator: the Communicator over MPI point-to-point (CPU buffers;
-// Debian's Open MPI is not CUDA-aware, ECOSYSTEM §3.4). Channel = MPI tag, so
+// Debian's Open MPI is not CUDA-aware, so GPU tensors are staged through host
+// memory, docs/ARCHITECTURE.md). Channel = MPI tag, so
 // MPI's non-overtaking rule gives FIFO per (src, dst, direction).
 // <mpi.h> stays inside mpi_communicator.cc.
 #pragma once

@@ -1,5 +1,6 @@
 // NcclCommunicator: the Communicator over NCCL point-to-point, for CUDA
-// buffers (ECOSYSTEM.md §3.3-3.4; STYLE.md items 8-9). Torch-free and
+// buffers (point-to-point on its own stream, each run of posts one group;
+// docs/ARCHITECTURE.md). Torch-free and
 // CUDA-header-free here: <cuda_runtime_api.h> and <nccl.h> stay in the .cc
 // (via nccl_compat.h). Built only when CUDA and NCCL are found
 // (PW_WITH_NCCL); PW_HAVE_NCCL is then defined for its users.

@@ -1,4 +1,5 @@
-// The one place that knows CUDA runtime and NCCL versions (STYLE.md avoid #9).
+// The one place that knows CUDA runtime and NCCL versions (version checks are
+// not scattered over the sources).
 // Included only by nccl_communicator.cc; nothing here leaks into headers
 // that other targets include.
 #pragma once

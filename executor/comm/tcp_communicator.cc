@@ -1,4 +1,5 @@
 #include "executor/comm/tcp_communicator.h"
+#include "base/format.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -244,9 +245,7 @@ struct TcpCommunicator::Impl {
       if (peer_loss_fails && !peer_error[peer].empty())
         return Status::CommError(Me() + ": " + what + ": " + peer_error[peer]);
       if (options.watchdog_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > options.watchdog_s) {
-        char secs[32];
-        std::snprintf(secs, sizeof(secs), "%g", options.watchdog_s);
-        return Status::CommError(Me() + ": " + what + ": no progress for " + secs +
+        return Status::CommError(Me() + ": " + what + ": no progress for " + FormatShort(options.watchdog_s) +
                                  " s (watchdog --watchdog-s): the peer died, hangs, or is far behind");
       }
       cv.wait_for(lock, std::chrono::milliseconds(100));

@@ -103,8 +103,6 @@ int64_t Permute(int64_t x, int64_t n, uint64_t key) {
   return static_cast<int64_t>(v);
 }
 
-std::string Num(int64_t v) { return std::to_string(v); }
-
 // Refuses what cannot be mapped: a directory, a device or pipe (no end, no
 // size), a missing file.
 StatusOr<int64_t> RegularFileBytes(const std::string& path) {
@@ -155,7 +153,7 @@ StatusOr<int64_t> FirstTokenAtOrAbove(const std::string& path, int64_t offset, i
     const ssize_t got = ::pread(fd, buf.data(), static_cast<size_t>(n * width), offset + first * width);
     if (got != n * width) {
       ::close(fd);
-      return Status::InvalidArgument("--data " + path + ": read failed at byte " + Num(offset + first * width));
+      return Status::InvalidArgument("--data " + path + ": read failed at byte " + std::to_string(offset + first * width));
     }
     // The largest id of the piece first (a loop compilers vectorise), the
     // position only when it is out of range.
@@ -196,10 +194,10 @@ Status ValidateDataSpec(const DataSpec& spec) {
 StatusOr<TextDataset> TextDataset::Finish(TextDataset ds, int seq, uint64_t seed, const std::string& order) {
   if (seq < 1) return Status::InvalidArgument("sequence length must be >= 1, got " + std::to_string(seq));
   if (ds.num_tokens_ < seq + 1)
-    return Status::InvalidArgument(Num(ds.num_tokens_) + (ds.width_ == 1 && ds.description_ == "bytes of text"
+    return Status::InvalidArgument(std::to_string(ds.num_tokens_) + (ds.width_ == 1 && ds.description_ == "bytes of text"
                                                               ? " bytes, need at least "
                                                               : " tokens, need at least ") +
-                                   Num(seq + 1) + " for sequence length " + std::to_string(seq));
+                                   std::to_string(seq + 1) + " for sequence length " + std::to_string(seq));
   ds.seq_ = seq;
   ds.seed_ = seed;
   ds.sequential_ = order == "sequential";
@@ -251,12 +249,12 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
     PW_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::Load(spec.tokenizer));
     if (tok->vocab_size() != vocab_size)
       return Status::InvalidArgument("--tokenizer " + spec.tokenizer + " has a vocabulary of " +
-                                     Num(tok->vocab_size()) + " pieces but the plan's model.vocab_size is " +
-                                     Num(vocab_size) + "; they must be equal (plan with a model config whose "
-                                     "vocab_size is " + Num(tok->vocab_size()) + ")");
+                                     std::to_string(tok->vocab_size()) + " pieces but the plan's model.vocab_size is " +
+                                     std::to_string(vocab_size) + "; they must be equal (plan with a model config whose "
+                                     "vocab_size is " + std::to_string(tok->vocab_size()) + ")");
     if (bytes > kMaxRunTextBytes)
-      return Status::InvalidArgument(what + ": " + Num(bytes) + " bytes of text is more than `run --tokenizer` "
-                                     "tokenizes on every rank before step 1 (" + Num(kMaxRunTextBytes) +
+      return Status::InvalidArgument(what + ": " + std::to_string(bytes) + " bytes of text is more than `run --tokenizer` "
+                                     "tokenizes on every rank before step 1 (" + std::to_string(kMaxRunTextBytes) +
                                      " bytes); tokenize once with `pipewright tokenize --tokenizer " +
                                      spec.tokenizer + " --data " + path + " -o tokens.bin` and pass --data tokens.bin");
     const char* tmpdir = std::getenv("TMPDIR");
@@ -282,7 +280,7 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
     ds.base_ = ds.file_->data();
     ds.width_ = width;
     ds.num_tokens_ = *count;
-    ds.description_ = "text, " + Num(*count) + " tokens of " + spec.tokenizer;
+    ds.description_ = "text, " + std::to_string(*count) + " tokens of " + spec.tokenizer;
     return Finish(std::move(ds), seq, seed, spec.order);
   }
 
@@ -298,18 +296,18 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
       const int64_t count = static_cast<int32_t>(ReadLe(h + 8, 4));
       const int32_t want_version = magic == kLlmcMagicU16 ? 1 : 7;
       if (version != want_version)
-        return Status::InvalidArgument(what + ": llm.c header (magic " + Num(magic) + ") with version " +
-                                       Num(version) + "; expected " + Num(want_version));
+        return Status::InvalidArgument(what + ": llm.c header (magic " + std::to_string(magic) + ") with version " +
+                                       std::to_string(version) + "; expected " + std::to_string(want_version));
       width = magic == kLlmcMagicU16 ? 2 : 4;
       offset = kLlmcHeaderInts * 4;
       if (count < 0 || offset + count * width != bytes)
-        return Status::InvalidArgument(what + ": llm.c header says " + Num(count) + " tokens of " + Num(width) +
-                                       " bytes after the 1024-byte header, but the file has " + Num(bytes) +
-                                       " bytes (" + Num(offset + count * width) + " expected): truncated or not "
+        return Status::InvalidArgument(what + ": llm.c header says " + std::to_string(count) + " tokens of " + std::to_string(width) +
+                                       " bytes after the 1024-byte header, but the file has " + std::to_string(bytes) +
+                                       " bytes (" + std::to_string(offset + count * width) + " expected): truncated or not "
                                        "an llm.c token file");
       const std::string dtype = width == 2 ? "uint16" : "uint32";
       if (!spec.token_dtype.empty() && spec.token_dtype != dtype)
-        return Status::InvalidArgument(what + ": its llm.c header (magic " + Num(magic) + ") says " + dtype +
+        return Status::InvalidArgument(what + ": its llm.c header (magic " + std::to_string(magic) + ") says " + dtype +
                                        " tokens but --token-dtype is " + spec.token_dtype);
       ds.description_ = dtype + " tokens (llm.c header)";
     }
@@ -317,7 +315,7 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
   if (width == 0 && !spec.token_dtype.empty()) {
     width = spec.token_dtype == "uint16" ? 2 : 4;
     if (bytes % width != 0)
-      return Status::InvalidArgument(what + ": " + Num(bytes) + " bytes is not a whole number of " +
+      return Status::InvalidArgument(what + ": " + std::to_string(bytes) + " bytes is not a whole number of " +
                                      spec.token_dtype + " tokens (--token-dtype " + spec.token_dtype + ")");
     ds.description_ = spec.token_dtype + " tokens";
   }
@@ -328,7 +326,7 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
                                      "uint32 for a flat token array (nanoGPT's train.bin is uint16), or rename it "
                                      "to read it as text bytes");
     if (vocab_size < 256)
-      return Status::InvalidArgument("plan field 'model.vocab_size' is " + Num(vocab_size) + ": " + what +
+      return Status::InvalidArgument("plan field 'model.vocab_size' is " + std::to_string(vocab_size) + ": " + what +
                                      " is read as bytes (no --tokenizer), so the model needs vocab_size >= 256");
     width = 1;
     ds.description_ = "bytes of text";
@@ -341,9 +339,9 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
     uint32_t value = 0;
     PW_ASSIGN_OR_RETURN(int64_t bad, FirstTokenAtOrAbove(path, offset, ds.num_tokens_, width, vocab_size, &value));
     if (bad >= 0)
-      return Status::InvalidArgument(what + ": token " + Num(value) + " at token offset " + Num(bad) +
-                                     " (byte offset " + Num(offset + bad * width) + ") is >= the model's vocab_size " +
-                                     Num(vocab_size));
+      return Status::InvalidArgument(what + ": token " + std::to_string(value) + " at token offset " + std::to_string(bad) +
+                                     " (byte offset " + std::to_string(offset + bad * width) + ") is >= the model's vocab_size " +
+                                     std::to_string(vocab_size));
   }
   PW_ASSIGN_OR_RETURN(ds.file_, MapPath(path, bytes));
   ds.base_ = ds.file_->data() + offset;

@@ -1,4 +1,5 @@
 #include "executor/runtime/engine.h"
+#include "base/hash.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
@@ -127,14 +128,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   for (size_t r = 1; r < dtypes.size(); ++r)
     if (dtypes[r] != dtypes[0])
       return Status::InvalidArgument("rank 0 runs in " + dtypes[0] + " but rank " + std::to_string(r) + " in " +
-                                     dtypes[r] + " (--dtype must be the same on every rank)");
+                                     dtypes[r] + " (every rank must run the plan's training.dtype)");
   // Message sizes, stashes and the memory prediction follow the plan's dtype.
   const bool fp64_plan = plan.training->precision == Precision::kFp64;
   if (fp64_plan != options.double_precision)
-    return Status::InvalidArgument(std::string("--dtype ") + (options.double_precision ? "float64" : "float32") +
-                                   ": the plan was made for training.dtype " + PrecisionName(plan.training->precision) +
-                                   " (its message and memory sizes follow it); run with --dtype " +
-                                   (fp64_plan ? "float64" : "float32") + " or plan with --dtype " +
+    return Status::InvalidArgument(std::string("the engine runs ") + (options.double_precision ? "fp64" : "fp32") +
+                                   " but the plan was made for training.dtype " +
+                                   PrecisionName(plan.training->precision) +
+                                   " (its message and memory sizes follow it); plan with --dtype " +
                                    (options.double_precision ? "fp64" : "fp32"));
   auto impl = std::make_unique<Impl>();
   impl->plan = plan;
@@ -423,7 +424,7 @@ std::vector<std::pair<std::string, std::string>> Engine::TensorDigests() const {
   std::vector<std::pair<std::string, std::string>> out;
   auto digest = [](const torch::Tensor& t) {
     torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
-    return DigestHex(DigestBytes(c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size())));
+    return HashHex(Fnv1a64Words(c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size())));
   };
   for (const auto& [name, p] : impl_->named_params) {
     out.emplace_back(name, digest(p));
@@ -432,7 +433,7 @@ std::vector<std::pair<std::string, std::string>> Engine::TensorDigests() const {
     out.emplace_back(name + ":exp_avg", digest(st->exp_avg()));
     out.emplace_back(name + ":exp_avg_sq", digest(st->exp_avg_sq()));
     const int64_t step = st->step();
-    out.emplace_back(name + ":step", DigestHex(DigestBytes(&step, sizeof(step))));
+    out.emplace_back(name + ":step", HashHex(Fnv1a64Words(&step, sizeof(step))));
   }
   return out;
 }

@@ -70,9 +70,9 @@ class Engine {
   // "<name>:exp_avg_sq" (shaped like the parameter) and "<name>:step" (one
   // value), in parameter order. Empty before the first optimizer step.
   std::vector<NamedValues> OptimizerState() const;
-  // (name, DigestHex) of each of this rank's parameters and AdamW state
+  // (name, HashHex) of each of this rank's parameters and AdamW state
   // tensors (names as OptimizerState's; the step count hashed as int64):
-  // DigestBytes of the raw bytes in the run's dtype, one tensor at a time
+  // Fnv1a64Words (base/hash.h) of the raw bytes in the run's dtype, one tensor at a time
   // (no copy of the whole model).
   std::vector<std::pair<std::string, std::string>> TensorDigests() const;
   // Writes this rank's files into `step_dir` (executor/checkpoint/checkpoint.h; each

@@ -1,4 +1,5 @@
 #include "executor/comm/agree.h"
+#include "base/file_io.h"
 #include "executor/runtime/measured_trace.h"
 
 namespace pw::exec {

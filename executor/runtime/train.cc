@@ -1,4 +1,6 @@
 #include "executor/runtime/train.h"
+#include "base/hash.h"
+#include "base/format.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -52,26 +54,14 @@ StatusOr<double> ClipNorm(const RunOptions& o, const Plan& plan) {
 // FNV-1a 64 over the parameter names and the bit patterns of their values
 // (float -> double is exact, so equal digests mean bit-identical weights).
 std::string ParameterDigest(const std::vector<NamedValues>& params) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
+  uint64_t h = kFnv1aOffsetBasis;
   for (const NamedValues& nv : params) {
-    mix(nv.name.data(), nv.name.size());
-    mix(nv.values.data(), nv.values.size() * sizeof(double));
+    h = Fnv1a64(nv.name, h);
+    h = Fnv1a64Bytes(nv.values.data(), nv.values.size() * sizeof(double), h);
   }
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  return hex;
+  return HashHex(h);
 }
 
-
-std::string Num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
-}
 
 constexpr char kNonFiniteLoss[] = "non-finite loss";
 
@@ -94,17 +84,17 @@ Status ValidateRunOptions(const RunOptions& o) {
   if (!o.init_from.empty() && !o.resume.empty())
     return bad("--init-from", o.init_from, "cannot be combined with --resume (a checkpoint holds its own weights)");
   // --lr 0 is allowed: the loss of given weights (--init-from) on given data, unchanged by the steps.
-  if (!std::isfinite(o.lr) || o.lr < 0) return bad("--lr", Num(o.lr), "the learning rate must be finite and >= 0");
+  if (!std::isfinite(o.lr) || o.lr < 0) return bad("--lr", FormatShort(o.lr), "the learning rate must be finite and >= 0");
   PW_RETURN_IF_ERROR(ValidateDataSpec(DataSpecOf(o)));
   if (!std::isfinite(o.beta2) || o.beta2 < 0 || o.beta2 >= 1)
-    return bad("--adam-beta2", Num(o.beta2), "must be in [0, 1)");
+    return bad("--adam-beta2", FormatShort(o.beta2), "must be in [0, 1)");
   if (!std::isfinite(o.weight_decay) || o.weight_decay < 0)
-    return bad("--weight-decay", Num(o.weight_decay), "must be finite and >= 0");
+    return bad("--weight-decay", FormatShort(o.weight_decay), "must be finite and >= 0");
   // -1 (the default) means the plan's training.clip_grad_norm.
   if (!std::isfinite(o.clip_grad_norm) || (o.clip_grad_norm < 0 && o.clip_grad_norm != -1))
-    return bad("--clip-grad-norm", Num(o.clip_grad_norm), "must be finite and >= 0 (0 = off)");
+    return bad("--clip-grad-norm", FormatShort(o.clip_grad_norm), "must be finite and >= 0 (0 = off)");
   if (!std::isfinite(o.temperature) || o.temperature <= 0)
-    return bad("--temperature", Num(o.temperature), "must be finite and > 0");
+    return bad("--temperature", FormatShort(o.temperature), "must be finite and > 0");
   if (o.sample_tokens < 0) return bad("--sample", std::to_string(o.sample_tokens), "must be >= 0 (0 = no sample)");
   if (o.warmup_steps < 0)
     return bad("--warmup-steps", std::to_string(o.warmup_steps), "must be >= 0 (0 = no warm-up)");
@@ -211,15 +201,30 @@ std::string Seconds(double s) {
   return buf;
 }
 
-// The engine's options: the run's flags and the clipping the plan allows.
+// The element type the run trains in: the plan's training.dtype (fp64 is
+// float64, anything else float32: a bf16 plan is refused by the pre-flight
+// check, naming the field). A --dtype that is not the plan's is refused.
+StatusOr<bool> RunsInDoublePrecision(const RunOptions& options, const Plan& plan) {
+  const Precision planned = plan.training ? plan.training->precision : Precision::kFp32;
+  const std::string name = PrecisionName(planned);
+  if (!options.dtype.empty() && options.dtype != name)
+    return Status::InvalidArgument("--dtype " + options.dtype + ": the plan " + options.plan_path +
+                                   " says training.dtype " + name +
+                                   " (its message and memory sizes follow it); omit --dtype (run takes the plan's) "
+                                   "or plan again with --dtype " + options.dtype);
+  return planned == Precision::kFp64;
+}
+
+// The engine's options: the run's flags, the plan's dtype and the clipping
+// the plan allows.
 StatusOr<EngineOptions> EngineOptionsFor(const RunOptions& options, const Plan& plan) {
   PW_ASSIGN_OR_RETURN(double clip, ClipNorm(options, plan));
   EngineOptions eo;
+  PW_ASSIGN_OR_RETURN(eo.double_precision, RunsInDoublePrecision(options, plan));
   eo.clip_grad_norm = clip;
   eo.device = options.device;
   eo.local_rank = options.local_rank;
   eo.device_messages = options.device_messages;
-  eo.double_precision = options.double_precision;
   eo.init_seed = options.seed;
   eo.lr = options.lr;
   eo.weight_decay = options.weight_decay;
@@ -338,10 +343,10 @@ Status TrainSteps(RunContext& run) {
     // The loss is all-gathered in Step: every rank sees the same value and
     // stops here at the same step.
     if (!std::isfinite(r->loss))
-      return Status::ComputeError(std::string(kNonFiniteLoss) + " (" + Num(r->loss) + ") at step " +
+      return Status::ComputeError(std::string(kNonFiniteLoss) + " (" + FormatShort(r->loss) + ") at step " +
                                   std::to_string(step + 1) + "/" + std::to_string(options.steps) + " (rank " +
                                   std::to_string(run.comm.rank()) + "): training diverged; lower --lr (" +
-                                  Num(LearningRate(options, step)) + " at this step) or use --clip-grad-norm");
+                                  FormatShort(LearningRate(options, step)) + " at this step) or use --clip-grad-norm");
     if (step == trace_step) traced = r->spans;
     const double tps = static_cast<double>(r->tokens) / r->step_s;
     if (step == summary.first_step) summary.first_loss = r->loss;
@@ -462,7 +467,7 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
   RunSummary summary;
   RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
-                 options.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan),
+                 eo.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan),
                  plan->device ? plan->device->peak_flops : 0.0};
   if (!options.resume.empty()) PW_RETURN_IF_ERROR(Resume(run));
   if (!options.init_from.empty()) {

@@ -31,7 +31,10 @@ struct RunOptions {
   int warmup_steps = 5;         // --warmup-steps: linear warm-up to --lr, then cosine decay to --lr/10
   double beta2 = 0.95;          // --adam-beta2 (GPT practice; 0.999 is PyTorch's default)
   double weight_decay = 0.0;    // --weight-decay
-  bool double_precision = false;  // --dtype float64
+  // --dtype: "" = the plan's training.dtype (what run trains); "fp32" or
+  // "fp64" (launch/flags.h) must be the plan's, whose message and memory
+  // sizes follow it.
+  std::string dtype;
   // --log-every: rank 0 prints every k-th step (and the last); 0 = every
   // ceil(steps run / kProgressLines) steps, so a run of any length prints
   // at most kProgressLines + 1 progress lines (every step when it runs fewer).

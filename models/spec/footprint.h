@@ -1,7 +1,8 @@
 // The model's layer list and each layer's footprint: parameters, FLOPs split
 // into F / I / W, and bytes (activation, wstash, static, output). This is the
-// one place in pipewright that knows a layer's bytes (STYLE.md #10): the
-// planner's cost model and the executor's preallocation both call it.
+// one place in pipewright that knows a layer's bytes (docs/ARCHITECTURE.md,
+// "One of each"): the planner's cost model and the executor's preallocation
+// both call it.
 //
 // Layer list (the contract with the executor, docs/PLAN_FORMAT.md `stages[].layers`
 // are half-open ranges into it):
@@ -46,7 +47,7 @@ enum class Precision {
   // activations (the plain LibTorch executor).
   kFp32,
   // fp64 params, grads, AdamW m and v: 32 bytes per parameter; fp64
-  // activations (the executor's equivalence checks, `run --dtype float64`).
+  // activations (the executor's equivalence checks, `run` of an fp64 plan).
   kFp64,
 };
 // "bf16", "fp32" or "fp64".
@@ -110,7 +111,7 @@ struct LayerSpec {
 };
 
 // Returns the L + 2 layers of `model` in order (see the layer list above).
-// Parameter counts (ECOSYSTEM.md §5.2): GPT-2 block 12h^2 + 13h (QKV 3h^2+3h,
+// Parameter counts (docs/ALGORITHMS.md §2): GPT-2 block 12h^2 + 13h (QKV 3h^2+3h,
 // proj h^2+h, fc1 4h^2+4h, fc2 4h^2+h, two LayerNorms 4h) in its general form
 // with f and GQA; Llama block h(h + 2kd) + (ad)h + 3hf + 2h, plus biases when
 // attention_bias (q + 2k d + h) / qkv_bias (q + 2k d, qwen2) / mlp_bias. Embedding V h (+ s_max h positions). Head: final
@@ -142,8 +143,8 @@ struct Collective {
 struct LayerFootprint {
   // FLOPs (a GEMM m x k . k x n counts 2mnk). F = forward; I = input-gradient
   // backward, including any recomputed forward (it runs right before I);
-  // W = weight-gradient backward. Source: ECOSYSTEM.md §5.3 "zero-bubble
-  // split": F = 2 b s P_mm + 4 b s^2 (a d), I = 2 b s P_mm + 8 b s^2 (a d),
+  // W = weight-gradient backward. Source: the zero-bubble paper's
+  // split (Qi et al. 2024 §2; docs/ALGORITHMS.md §2): F = 2 b s P_mm + 4 b s^2 (a d), I = 2 b s P_mm + 8 b s^2 (a d),
   // W = 2 b s P_mm, P_mm = weight-matrix parameters of the layer (Narayanan
   // et al. 2021 §5.1 counting; attention core not halved for causal masks).
   double flops_f = 0, flops_i = 0, flops_w = 0;
@@ -170,7 +171,7 @@ struct LayerFootprint {
 //   output a s^2 b e (+ dropout mask a s^2 b + dropout output a s^2 b e);
 //   projection input sb(ad) e (+ mask sbh); MLP: GELU fc1 input sbh e,
 //   activation input and fc2 input 2 sbf e (+ mask sbh); SwiGLU input sbh e,
-//   gate, SiLU, up and down inputs 4 sbf e (ECOSYSTEM.md §5.4 "(ours)").
+//   gate, SiLU, up and down inputs 4 sbf e (our counting, docs/ALGORITHMS.md §2).
 //   Selective recompute drops the a s^2 b terms; full recompute keeps sbh e.
 //   The executor's Llama blocks (models/torch/llama.h) keep exactly these:
 //   RMSNorm is a custom function keeping its input (plus an sb reciprocal

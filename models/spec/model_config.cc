@@ -221,6 +221,8 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
   PW_RETURN_IF_ERROR(PositiveInt(c, source, {"vocab_size"}, &m.vocab));
   m.num_layers = static_cast<int>(L);
   m.num_heads = static_cast<int>(a);
+  // The limits before any size is derived from these (4 * hidden below).
+  PW_RETURN_IF_ERROR(CheckModelSizes(m, source));
   std::string key;
   if (FindKey(c, {"num_key_value_heads"}, &key)) {
     PW_RETURN_IF_ERROR(PositiveInt(c, source, {"num_key_value_heads"}, &kv));

@@ -1,5 +1,5 @@
 // A transformer described by a HuggingFace `config.json`, normalised to the
-// few numbers the cost formulas need (shared/design/ECOSYSTEM.md §5.1):
+// few numbers the cost formulas need (docs/PLAN_FORMAT.md#model):
 // {L, h, a, a_kv, d_head, f, V, s_max, tied, gated_mlp, norm}.
 //
 // Two families are understood, by their HF field names:

@@ -127,8 +127,9 @@ StatusOr<GptConfig> GptFromModel(const ModelConfig& m, const std::string& source
                   m.family == ModelFamily::kLlama
                       ? "is true (attention_dropout > 0): the executor has no dropout layers; set it to 0 in the "
                         "config and plan again"
-                      : "is true (attn_pdrop, resid_pdrop or embd_pdrop > 0; HF's default is 0.1): the executor has "
-                        "no dropout layers; set all three to 0 in the config and plan again");
+                      : "is true (the config's attn_pdrop, resid_pdrop or embd_pdrop is above 0, or absent, which "
+                        "HF reads as 0.1): the executor has no dropout layers; set all three to 0 in the config "
+                        "and plan again");
   return c;
 }
 

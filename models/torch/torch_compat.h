@@ -1,6 +1,5 @@
 // The few LibTorch API differences between Debian's LibTorch 1.13 and the
-// LibTorch 2.x (CUDA) builds, in one place (ECOSYSTEM.md, "LibTorch 1.13 vs
-// 2.x"). Include after <torch/torch.h>.
+// LibTorch 2.x (CUDA) builds, in one place. Include after <torch/torch.h>.
 //   - Tensor::grad_fn() returns std::shared_ptr<Node> in 1.13 and
 //     c10::intrusive_ptr<Node> in recent 2.x: GraphRef / WeakGraphRef name
 //     whichever it is, and GraphExpired tests a weak reference.

@@ -118,7 +118,7 @@ PY
 P="--profile $T/prof.json --pp 2 --num-microbatches 4 --schedule 1f1b --no-min-pp"
 "$PW" plan $P --micro-batch-size 2 --seq-length 64 -o "$T/p1.json" > /dev/null 2> "$T/p1.err" \
   || fail "plan --profile inside the measured shapes: $(cat "$T/p1.err")"
-[ ! -s "$T/p1.err" ] || fail "plan --profile inside the measured shapes warned: $(cat "$T/p1.err")"
+! grep -q "warning" "$T/p1.err" || fail "plan --profile inside the measured shapes warned: $(cat "$T/p1.err")"
 "$PW" plan $P --micro-batch-size 2 --seq-length 512 -o "$T/p2.json" > /dev/null 2> "$T/p2.err" \
   || fail "plan --profile at 1024 tokens (extrapolated, > 0): $(cat "$T/p2.err")"
 [ -e "$T/p2.json" ] || fail "plan --profile at 1024 tokens wrote no plan"
@@ -159,4 +159,42 @@ cmp -s "$T/shown.csv" "$T/csvplan.csv" || fail "show --format csv differs from p
 "$PW" show "$T/csvplan.json" --format csv --csv-format compute_comms > "$T/shown_comms.csv" || fail "show compute_comms failed"
 grep -q "WAIT_SEND_F" "$T/shown_comms.csv" || fail "show --csv-format compute_comms has no WAIT_SEND_F"
 "$PW" validate --strict "$T/shown_comms.csv" > /dev/null 2>&1 || fail "show compute_comms output does not validate"
+# Plan accepts, run refuses (issue #25): the shipped GPT-2 configs are HF's,
+# with dropout 0.1, and the default dtype is bf16; plan writes the plan and
+# says on stderr what `pipewright run` will refuse and what to change. A
+# config without the dropout fields says they are absent (HF's default 0.1).
+"$PW" plan --model-config gpt2 --device cpu-core --pp 2 --num-microbatches 2 --micro-batch-size 1 --seq-length 32 \
+  --schedule 1f1b --no-min-pp -o "$T/note.json" > /dev/null 2> "$T/note.err" || fail "gpt2 plan with notes failed"
+grep -q "note: \`pipewright run\` will refuse this plan: the model has dropout (attn_pdrop 0.1, embd_pdrop 0.1, resid_pdrop 0.1)" \
+  "$T/note.err" || fail "no dropout note for gpt2: $(cat "$T/note.err")"
+grep -q "will refuse this plan: the plan is dtype bf16" "$T/note.err" || fail "no bf16 note: $(cat "$T/note.err")"
+printf '{"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "n_positions": 32, "vocab_size": 256}' > "$T/nodrop.json"
+"$PW" plan --model-config "$T/nodrop.json" --device cpu-core --pp 2 --num-microbatches 2 --micro-batch-size 1 \
+  --dtype fp32 --recompute-granularity none --schedule 1f1b --no-min-pp -o "$T/note2.json" > /dev/null 2> "$T/note2.err" \
+  || fail "tiny plan failed"
+grep -q "attn_pdrop absent (HF's default 0.1), embd_pdrop absent (HF's default 0.1), resid_pdrop absent" "$T/note2.err" \
+  || fail "absent dropout fields not named: $(cat "$T/note2.err")"
+printf '{"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "n_positions": 32, "vocab_size": 256, "attn_pdrop": 0, "embd_pdrop": 0, "resid_pdrop": 0}' > "$T/runnable.json"
+"$PW" plan --model-config "$T/runnable.json" --device cpu-core --pp 2 --num-microbatches 2 --micro-batch-size 1 \
+  --dtype fp32 --recompute-granularity none --schedule 1f1b --no-min-pp -o "$T/note3.json" > /dev/null 2> "$T/note3.err" \
+  || fail "runnable tiny plan failed"
+! grep -q "will refuse" "$T/note3.err" || fail "a runnable plan got a note: $(cat "$T/note3.err")"
+# One word, one meaning (issue #25): --dtype is bf16|fp32|fp64 on every
+# subcommand (float32/float64, run's old words, are read with a note);
+# --virtual-stages is the same flag on plan and schedule; CLI11's errors name
+# --pp, the name users type, not its Megatron alias.
+"$PW" plan --model-config "$T/runnable.json" --device cpu-core --pp 2 --num-microbatches 2 --micro-batch-size 1 \
+  --dtype float64 --recompute-granularity none --schedule interleaved-1f1b --virtual-stages 2 --no-min-pp \
+  -o "$T/words.json" > /dev/null 2> "$T/words.err" || fail "plan --dtype float64 --virtual-stages 2 failed: $(cat "$T/words.err")"
+grep -q "note: --dtype float64 is read as fp64" "$T/words.err" || fail "no note for --dtype float64: $(cat "$T/words.err")"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d['training']['dtype']=='fp64' and d['num_stages']==4 else 1)" \
+  "$T/words.json" || fail "--dtype float64 --virtual-stages 2 did not plan fp64 with 4 stages"
+"$PW" plan --model-config "$T/runnable.json" --device cpu-core --pp 2 --num-microbatches 2 --dtype float16 \
+  -o "$T/bad.json" > /dev/null 2> "$T/dtype.err"
+[ $? -eq 2 ] || fail "--dtype float16 was not refused"
+grep -q "give bf16, fp32 or fp64" "$T/dtype.err" || fail "--dtype error does not list the words: $(cat "$T/dtype.err")"
+"$PW" plan --model-config "$T/runnable.json" --device cpu-core --pp two -o "$T/bad.json" > /dev/null 2> "$T/pp.err"
+[ $? -eq 2 ] || fail "--pp two was not refused"
+grep -q -- "--pp" "$T/pp.err" && ! grep -q -- "--pipeline-model-parallel-size" "$T/pp.err" \
+  || fail "the --pp error names the alias: $(cat "$T/pp.err")"
 echo "plan CLI: OK"

@@ -85,6 +85,15 @@ d = json.load(open(sys.argv[1])); d["predicted"]["makespan_s"] = 1.0
 json.dump(d, open(sys.argv[2], "w"))
 PY
 expect_fail "plan whose predicted block lies" 2 "predicted does not match" "$pw" validate "$tmp/lied.json"
+# Every field of predicted is checked, busy_s too (issue #25: busy times
+# multiplied by 10 passed).
+python3 - "$tmp/1f1b.json" "$tmp/busy.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["predicted"]["per_rank"]: r["busy_s"] *= 10
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_fail "plan whose busy_s lies" 2 "rank 0 busy_s 240 vs 24" "$pw" validate "$tmp/busy.json"
 expect_fail "missing file" 2 "cannot open" "$pw" validate "$tmp/nope.json"
 
 # Costs and latencies must be finite and >= 0 (schedule and show share one parser).

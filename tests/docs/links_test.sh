@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Every link in the user-facing Markdown resolves inside the repository.
+# Every link in the user-facing Markdown, and every reference in a source
+# comment, resolves inside the repository.
 #
 # Usage: links_test.sh REPO_ROOT
 #
-# Scans README.md, docs/*.md, bench/README.md and bench/results/*.md for
+# Scans README.md, docs/*.md, bench/README.md, bench/results/*.md and
+# models/*/README.md for
 #   - Markdown links and images, [text](target) and ![alt](target), and
 #     reference definitions, [label]: target (outside fenced code blocks and
 #     inline code);
@@ -19,6 +21,17 @@
 # Link targets resolve against the file's own directory (a leading '/' means
 # the repository root); bare references against the file's directory, then
 # the repository root. http(s), mailto and other URLs are not fetched.
+#
+# Source comments (// and /* */ in every .cc and .h file git tracks) are
+# checked the same way for
+#   - bare references to Markdown files (docs/PLAN_FORMAT.md#semantics,
+#     ALGORITHMS.md), resolved against the file's directory, the repository
+#     root, then docs/;
+#   - section references to a document by its capitalised name without
+#     .md, such as "ECOSYSTEM §3.4": NAME.md must exist in the repository
+#     root or docs/;
+#   - anything under shared/ (notes beside the repository, not in a clone).
+# A comment citing another project's file gives its URL.
 set -u
 
 root=${1:?usage: links_test.sh REPO_ROOT}
@@ -26,7 +39,7 @@ root=$(cd "$root" && pwd -P) || { echo "links_test: cannot enter '$1'" >&2; exit
 export LC_ALL=C
 
 files=()
-for f in "$root/README.md" "$root"/docs/*.md "$root/bench/README.md" "$root"/bench/results/*.md; do
+for f in "$root/README.md" "$root"/docs/*.md "$root/bench/README.md" "$root"/bench/results/*.md "$root"/models/*/README.md; do
   [[ -f $f ]] && files+=("$f")
 done
 if [[ ${#files[@]} -eq 0 ]]; then
@@ -185,8 +198,101 @@ for f in "${files[@]}"; do
   done < <(extract <"$f")
 done
 
+# Prints "LINE<TAB>KIND<TAB>TARGET" for the references in the comments of the
+# C++ file on stdin: KIND bare (a Markdown file), section (NAME of
+# "NAME §"), outside (a shared/ path).
+extract_comments() {
+  awk '
+    {
+      line = $0
+      text = ""
+      if (block) {
+        e = index(line, "*/")
+        if (e) { text = substr(line, 1, e - 1); block = 0; line = substr(line, e + 2) } else { text = line; line = "" }
+      }
+      # string literals are not comments ("http://", "// ..." in a message)
+      gsub(/"([^"\\]|\\.)*"/, "\"\"", line)
+      while (line != "") {
+        c = index(line, "//"); b = index(line, "/*")
+        if (c && (!b || c < b)) { text = text " " substr(line, c + 2); break }
+        if (b) {
+          rest = substr(line, b + 2); e = index(rest, "*/")
+          if (e) { text = text " " substr(rest, 1, e - 1); line = substr(rest, e + 2); continue }
+          text = text " " rest; block = 1
+        }
+        break
+      }
+      if (text == "") next
+      gsub(/[A-Za-z][A-Za-z0-9+.-]*:\/\/[^ \t)>"`\]]*/, "", text)  # URLs: not fetched
+      t = text
+      while (match(t, /(\.\.\/)*shared\/[A-Za-z0-9_.\/-]*/)) {
+        print NR "\toutside\t" substr(t, RSTART, RLENGTH)
+        t = substr(t, RSTART + RLENGTH)
+      }
+      t = text
+      while (match(t, /[A-Z][A-Z_][A-Z_][A-Z_]+[ \t]+(§|#[0-9]|items? [0-9]|avoid|"Avoid")/)) {
+        tok = substr(t, RSTART, RLENGTH)
+        before = RSTART > 1 ? substr(t, RSTART - 1, 1) : ""
+        t = substr(t, RSTART + RLENGTH)
+        if (before ~ /[A-Za-z0-9_\/.]/) continue
+        sub(/[ \t].*/, "", tok)
+        print NR "\tsection\t" tok
+      }
+      t = text
+      while (match(t, /[A-Za-z0-9_.\/-]*[A-Za-z0-9_-]\.md(#[A-Za-z0-9_-]+)?/)) {
+        tok = substr(t, RSTART, RLENGTH)
+        after = substr(t, RSTART + RLENGTH, 1)
+        t = substr(t, RSTART + RLENGTH)
+        if (after ~ /[A-Za-z0-9]/) continue
+        print NR "\tbare\t" tok
+      }
+    }'
+}
+
+sources=()
+if [[ $in_git == 1 ]]; then
+  while IFS= read -r f; do [[ -f $root/$f ]] && sources+=("$root/$f"); done < <(git -C "$root" ls-files '*.cc' '*.h')
+else
+  while IFS= read -r f; do sources+=("$f"); done < <(find "$root" -name '*.cc' -o -name '*.h' | grep -v '/build')
+fi
+comment_refs=0
+for f in "${sources[@]}"; do
+  dir=$(dirname "$f")
+  while IFS=$'\t' read -r lineno kind target; do
+    [[ -z $target ]] && continue
+    comment_refs=$((comment_refs + 1))
+    case $kind in
+      outside)
+        fail "$f" "$lineno" "$target" "a comment points outside the repository (a clone has no shared/): restate it or cite docs/"
+        ;;
+      section)
+        if [[ ! -f $root/$target.md && ! -f $root/docs/$target.md ]]; then
+          fail "$f" "$lineno" "$target" "a comment cites $target.md, which is not in the repository (root or docs/): restate it or cite docs/"
+        fi
+        ;;
+      bare)
+        path=${target%%#*}
+        anchor=""
+        [[ $target == *#* ]] && anchor=${target#*#}
+        resolved=""
+        for base in "$dir" "$root" "$root/docs"; do
+          cand=$(canon "$base/$path")
+          if [[ ($cand == "$root" || $cand == "$root"/*) && -e $cand ]]; then resolved=$cand; break; fi
+        done
+        if [[ -z $resolved ]]; then
+          fail "$f" "$lineno" "$target" "a comment cites a Markdown file that is not in the repository"
+          continue
+        fi
+        if [[ -n $anchor ]] && ! anchors <"$resolved" | grep -qxF -- "$anchor"; then
+          fail "$f" "$lineno" "$target" "no heading with anchor '#$anchor' in ${resolved#"$root"/}"
+        fi
+        ;;
+    esac
+  done < <(extract_comments <"$f")
+done
+
 if [[ $failures -gt 0 ]]; then
-  echo "links_test: $failures broken link(s) in ${#files[@]} Markdown files ($checked links checked)"
+  echo "links_test: $failures broken link(s) or comment reference(s) in ${#files[@]} Markdown and ${#sources[@]} source files ($checked links, $comment_refs comment references checked)"
   exit 1
 fi
-echo "links_test: $checked links in ${#files[@]} Markdown files resolve inside the repository"
+echo "links_test: $checked links in ${#files[@]} Markdown files and $comment_refs references in the comments of ${#sources[@]} source files resolve inside the repository"

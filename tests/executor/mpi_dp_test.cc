@@ -24,11 +24,14 @@
 #include "executor/comm/mpi_communicator.h"
 #include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
+#include "tests/executor/mpi_test_main.h"
 
 namespace pw::exec::testing {
+
+const double kMpiTestWatchdogS = 120;
+
 namespace {
 
-MpiCommunicator* g_comm = nullptr;
 
 constexpr double kTolerance = 1e-10;
 
@@ -493,29 +496,3 @@ TEST(MpiDataParallelPreflightTest, RefusesAnotherWorldSize) {
 
 }  // namespace
 }  // namespace pw::exec::testing
-
-int main(int argc, char** argv) {
-  auto env = pw::exec::MpiEnvironment::Init(&argc, &argv);
-  if (!env.ok()) {
-    std::fprintf(stderr, "%s\n", env.status().ToString().c_str());
-    return 1;
-  }
-  int rc = 0;
-  {
-    auto comm = pw::exec::MpiCommunicator::Create();
-    if (!comm.ok()) {
-      std::fprintf(stderr, "%s\n", comm.status().ToString().c_str());
-      return 1;
-    }
-    // A failed rank must not leave the others waiting forever.
-    (*comm)->SetWatchdog(120);
-    pw::exec::testing::g_comm = comm->get();
-    ::testing::InitGoogleTest(&argc, argv);
-    if ((*comm)->rank() != 0) {
-      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-      delete listeners.Release(listeners.default_result_printer());
-    }
-    rc = RUN_ALL_TESTS();
-  }
-  return rc;
-}

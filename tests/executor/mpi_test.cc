@@ -18,11 +18,13 @@
 #include "plan/replica_batch.h"
 #include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
+#include "tests/executor/mpi_test_main.h"
 
 namespace pw::exec::testing {
-namespace {
 
-MpiCommunicator* g_comm = nullptr;
+const double kMpiTestWatchdogS = 0;  // none (as before the shared main)
+
+namespace {
 
 constexpr double kTolerance = 1e-10;
 
@@ -220,28 +222,3 @@ TEST(MpiPreflightTest, RefusesDeadlockingPlan) {
 
 }  // namespace
 }  // namespace pw::exec::testing
-
-int main(int argc, char** argv) {
-  auto env = pw::exec::MpiEnvironment::Init(&argc, &argv);
-  if (!env.ok()) {
-    std::fprintf(stderr, "%s\n", env.status().ToString().c_str());
-    return 1;
-  }
-  int rc = 0;
-  {
-    auto comm = pw::exec::MpiCommunicator::Create();
-    if (!comm.ok()) {
-      std::fprintf(stderr, "%s\n", comm.status().ToString().c_str());
-      return 1;
-    }
-    pw::exec::testing::g_comm = comm->get();
-    ::testing::InitGoogleTest(&argc, argv);
-    if ((*comm)->rank() != 0) {
-      // Only rank 0 prints the progress; failures still print on every rank.
-      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-      delete listeners.Release(listeners.default_result_printer());
-    }
-    rc = RUN_ALL_TESTS();
-  }
-  return rc;
-}

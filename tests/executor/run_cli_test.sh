@@ -109,6 +109,27 @@ expect_fail 2 "checkpoint $work/ckpt: field 'n_layer' is 2 but the plan's model 
 expect_fail nonzero "non-finite loss" "${run2[@]}" --lr 1e30 --warmup-steps 0
 grep -q "at step [0-9]" "$work/fail.txt" || { cat "$work/fail.txt"; echo "FAIL: no step in the loss error"; exit 1; }
 if grep -q "^done:" "$work/fail.txt"; then cat "$work/fail.txt"; echo "FAIL: diverged run reported done"; exit 1; fi
+# Issue #25. generate writes control bytes as \xHH, never raw (an escape
+# sequence in the prompt is echoed in the output).
+"$pipewright" generate --checkpoint "$work/ckpt" --tokens 3 --prompt $'\e[31mRed' > "$work/ctl.txt"
+grep -qF '\x1B[31mRed' "$work/ctl.txt" || { cat -v "$work/ctl.txt"; echo "FAIL: the ESC byte is not written as \\x1B"; exit 1; }
+if LC_ALL=C grep -q $'\e' "$work/ctl.txt"; then echo "FAIL: generate printed a raw ESC byte"; exit 1; fi
+# A cut-off manifest.json is named as such, not as "not a JSON object".
+cp -r "$work/ckpt" "$work/cut"
+head -c 40 "$work/ckpt/manifest.json" > "$work/cut/manifest.json"
+expect_fail 2 "manifest.json: not valid JSON (truncated or corrupt file?)" "$pipewright" generate --checkpoint "$work/cut"
+# run takes the dtype from the plan: an fp64 plan trains without --dtype (it
+# failed unless the user repeated --dtype float64); a --dtype that is not the
+# plan's is refused, naming both; the old word float64 is read as fp64.
+"$pipewright" plan --device cpu-core --dtype fp64 --recompute-granularity none --no-min-pp --schedule 1f1b --pp 2 \
+  --num-microbatches 2 --model-config "$work/model.json" --seq-length 16 --micro-batch-size 1 -o "$work/p64.json" > /dev/null
+"${mpi[@]}" -np 2 "$pipewright" run --plan "$work/p64.json" --data "$work/text.txt" --steps 1 > "$work/r64.txt" 2>&1 \
+  || { cat "$work/r64.txt"; echo "FAIL: an fp64 plan did not train without --dtype"; exit 1; }
+expect_fail 2 "--dtype fp32: the plan $work/p64.json says training.dtype fp64" \
+  "${mpi[@]}" -np 2 "$pipewright" run --plan "$work/p64.json" --data "$work/text.txt" --steps 1 --dtype fp32
+"${mpi[@]}" -np 2 "$pipewright" run --plan "$work/p64.json" --data "$work/text.txt" --steps 1 --dtype float64 \
+  > "$work/r64b.txt" 2>&1 || { cat "$work/r64b.txt"; echo "FAIL: --dtype float64 on an fp64 plan"; exit 1; }
+grep -q "note: --dtype float64 is read as fp64" "$work/r64b.txt" || { cat "$work/r64b.txt"; echo "FAIL: no note for float64"; exit 1; }
 # A truncated layer file: generate names it.
 truncate -s -10 "$work/ckpt/head.safetensors"
 expect_fail 2 "checkpoint file $work/ckpt/head.safetensors is truncated" "$pipewright" generate --checkpoint "$work/ckpt"

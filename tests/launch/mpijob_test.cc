@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "launch/mpijob.h"
+#include "base/file_io.h"
 #include "plan/plan.h"
 #include "schedules/validate.h"
 #include "tests/launch/k8s_schema.h"

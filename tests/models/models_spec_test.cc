@@ -72,7 +72,7 @@ TEST(Footprint, KorthikantiActivationBytesGpt2Small) {
   t.micro_batch_size = 1;
   t.seq_length = 1024;
   const int64_t sbh = 1024 * 768;
-  // s b h (34 + 5 a s / h) = 89,653,248 (ECOSYSTEM.md §5.4 worked example)
+  // s b h (34 + 5 a s / h) = 89,653,248 (Korthikanti et al. 2022 §4.1; docs/ALGORITHMS.md §2)
   EXPECT_EQ(ComputeFootprint(m, layers[1], t).activation_bytes, 89653248);
   t.recompute = Recompute::kSelective;
   EXPECT_EQ(ComputeFootprint(m, layers[1], t).activation_bytes, 34 * sbh);
@@ -96,7 +96,7 @@ TEST(Footprint, FlopSplitMatchesClosedForm) {
   t.seq_length = 1024;
   const double b = 2, s = 1024, h = 1024;
   LayerFootprint fp = ComputeFootprint(m, layers[3], t);
-  // F = 24bsh^2 + 4bs^2h, I = 24bsh^2 + 8bs^2h, W = 24bsh^2 (ECOSYSTEM.md §5.3)
+  // F = 24bsh^2 + 4bs^2h, I = 24bsh^2 + 8bs^2h, W = 24bsh^2 (docs/ALGORITHMS.md §2)
   EXPECT_DOUBLE_EQ(fp.flops_f, 24 * b * s * h * h + 4 * b * s * s * h);
   EXPECT_DOUBLE_EQ(fp.flops_i, 24 * b * s * h * h + 8 * b * s * s * h);
   EXPECT_DOUBLE_EQ(fp.flops_w, 24 * b * s * h * h);

@@ -42,9 +42,26 @@ TEST(PlanVersions, Version1FilesAreReadAndConverted) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   back->model->name = plan->model->name;  // v1 named the model by its _name_or_path or family
   EXPECT_EQ(PlanToJson(*back), PlanToJson(*plan)) << "version 1 converts to the same version-2 plan";
+  // An edited model section (issue #25: a 256-wide model against costs
+  // planned for 128 was converted and trained): the stages' message sizes
+  // were written from the model, so a wider model is refused, naming both.
+  nlohmann::json wide = v1;
+  wide["model"]["n_embd"] = 1536;
+  back = ParsePlan(wide.dump(), "wide.json");
+  ASSERT_FALSE(back.ok()) << "a version-1 plan whose model was widened was converted";
+  EXPECT_NE(back.status().message().find("wide.json: model: the version-1 plan's stages[0].memory_bytes.send_forward "
+                                         "is 3145728 bytes, but its model section gives"),
+            std::string::npos)
+      << back.status().message();
+  EXPECT_NE(back.status().message().find("= 6291456: the model section was edited"), std::string::npos)
+      << back.status().message();
   // pw_make_plan's version-1 plans: no dtype, dtype_bytes 8, no vocab_size.
   v1["training"].erase("dtype");
   v1["training"]["dtype_bytes"] = 8;
+  // (their message sizes were written with 8-byte elements: 4x the bf16 plan's)
+  for (auto& st : v1["stages"])
+    for (const char* f : {"send_forward", "send_backward"})
+      if (st["memory_bytes"][f].get<int64_t>() > 4) st["memory_bytes"][f] = st["memory_bytes"][f].get<int64_t>() * 4;
   back = ParsePlan(v1.dump(), "v1.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->training->precision, Precision::kFp64);

@@ -22,6 +22,11 @@ TEST(OverlapAction, RoundTripsPyTorchString) {
   EXPECT_EQ(a->ToString(), "(0F7;7B3)OVERLAP_F_B");
   EXPECT_EQ(*a, MakeOverlap(0, 7, 7, 3));
   EXPECT_NE(*a, MakeOverlap(0, 7, 7, 4));
+  // Blanks around each half are ignored, as around any action
+  // (docs/PLAN_FORMAT.md, the action grammar).
+  auto spaced = ParseAction("( 0F7 ;\t7B3 )OVERLAP_F_B");
+  ASSERT_TRUE(spaced.ok()) << spaced.status().ToString();
+  EXPECT_EQ(*spaced, *a);
   EXPECT_TRUE(IsCompute(a->type));
   EXPECT_FALSE(IsComm(a->type));
   for (const char* s : {"(0F7;7I3)OVERLAP_F_B", "(7B3;0F7)OVERLAP_F_B", "(0F7)OVERLAP_F_B", "0OVERLAP_F_B1",
@@ -116,6 +121,68 @@ TEST(DualPipeV, HandDerivedSmallCase) {
   const std::string j0 = join(jit->ranks[0]);
   EXPECT_NE(j0.find("(0F3;3B1)OVERLAP_F_B 0SEND_F3 3SEND_B1"), std::string::npos) << j0;
   EXPECT_NE(j0.find("3RECV_F2 0RECV_B0 (3F2;0B0)OVERLAP_F_B"), std::string::npos) << j0;
+}
+
+// Rule 7 walked here, apart from the simulator: an OVERLAP_F_B is its F
+// half's +activation, then its B half's -activation, two points, as the
+// executor runs it (executor/interpreter.cc: Forward, then Backward). The
+// simulator counted the pair as one point (issue #25), so the peak between
+// the halves was missed: rank 0 of P = 2, m = 4 reaches 5 activations after
+// the F half of (0F3;3B1), where the one-point walk says 4.
+int64_t WalkPeak(const std::vector<Action>& list, const StageCosts& c, bool pair_as_one_point) {
+  int64_t mem = 0, peak = 0;
+  for (const Action& a : list) {
+    const auto step = [&](int64_t d) {
+      mem += d;
+      peak = std::max(peak, mem);
+    };
+    switch (a.type) {
+      case ActionType::kF: step(c.memory[a.stage].activation); break;
+      case ActionType::kB: step(-c.memory[a.stage].activation); break;
+      case ActionType::kI: step(c.memory[a.stage].wstash - c.memory[a.stage].activation); break;
+      case ActionType::kW: step(-c.memory[a.stage].wstash); break;
+      case ActionType::kOverlapFB:
+        if (pair_as_one_point) {
+          step(c.memory[a.stage].activation - c.memory[a.b_stage].activation);
+        } else {
+          step(c.memory[a.stage].activation);
+          step(-c.memory[a.b_stage].activation);
+        }
+        break;
+      default: break;
+    }
+  }
+  return peak;
+}
+
+TEST(DualPipeV, PairHalvesAreTwoStepsOfTheMemoryWalk) {
+  auto unit = RunPipeline("dualpipev", 2, 4, 2);
+  ASSERT_TRUE(unit.ok()) << unit.status().ToString();
+  EXPECT_EQ(unit->sim.per_rank[0].peak_memory_bytes, 5) << "rank 0: 5 activations after the F half of (0F3;3B1)";
+  EXPECT_EQ(WalkPeak(unit->lowered.ranks[0], UniformCosts(4), true), 4) << "the one-point walk this replaces";
+  int64_t worst = 0;
+  int shapes = 0, higher = 0;
+  for (int P = 2; P <= 6; ++P)
+    for (int m : {2 * P, 3 * P + 1}) {
+      StageCosts c = UniformCosts(2 * P);
+      for (int s = 0; s < 2 * P; ++s) {  // distinct sizes per stage, so the halves' stages matter
+        c.memory[s].activation = 1000 + 37 * s;
+        c.memory[s].wstash = 500 + 11 * s;
+      }
+      auto pl = RunPipeline("dualpipev", P, m, 2, c);
+      ASSERT_TRUE(pl.ok()) << "P=" << P << " m=" << m << ": " << pl.status().ToString();
+      for (int r = 0; r < P; ++r) {
+        const int64_t want = WalkPeak(pl->lowered.ranks[r], c, false);
+        const int64_t got = pl->sim.per_rank[r].peak_memory_bytes - pl->sim.per_rank[r].start_memory_bytes;
+        worst = std::max<int64_t>(worst, std::llabs(got - want));
+        EXPECT_EQ(got, want) << "P=" << P << " m=" << m << " rank " << r;
+        if (want > WalkPeak(pl->lowered.ranks[r], c, true)) ++higher;
+      }
+      ++shapes;
+    }
+  std::printf("dualpipev memory walk: %d shapes (P 2..6), worst |simulated - walked peak| = %lld bytes; %d ranks peak "
+              "between a pair's halves\n", shapes, static_cast<long long>(worst), higher);
+  EXPECT_GT(higher, 0) << "no shape peaks between the halves: the test would not see a one-point walk";
 }
 
 TEST(DualPipeV, ValidatorRejectsPairOfOneStageAndMisplacedHalves) {

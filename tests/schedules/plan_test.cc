@@ -1,5 +1,6 @@
 // Plan file: deterministic write, exact round trip, errors naming the field.
 #include "plan/plan.h"
+#include "base/file_io.h"
 
 #include <gtest/gtest.h>
 

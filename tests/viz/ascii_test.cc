@@ -158,12 +158,12 @@ TEST(AsciiReadBack, EveryActionIsDrawnWithItsWholeMicrobatchAtEveryWidth) {
     ASSERT_TRUE(t.ok()) << c.schedule << ": " << t.status().ToString();
     for (int width : {40, 50, 60, 80, 100, 120, 160, 200, 300}) {
       std::string text = RenderAscii(*t, AsciiOptions{width, false});
-      std::string context = Fmt("%s m=%d width %d", c.schedule, c.m, width);
+      std::string context = StrFormat("%s m=%d width %d", c.schedule, c.m, width);
       bool compressed = text.find("COMPRESSED") != std::string::npos || text.find("WINDOWED") != std::string::npos;
       auto ranks = ReadBack(text);
       ASSERT_EQ(ranks.size(), 4u) << context << "\n" << text;
       for (int r = 0; r < 4; ++r)
-        ExpectAccountsFor(ranks[r], t->ranks[r].compute, !compressed, context + Fmt(" rank %d", r) + "\n" + text);
+        ExpectAccountsFor(ranks[r], t->ranks[r].compute, !compressed, context + StrFormat(" rank %d", r) + "\n" + text);
       if (::testing::Test::HasFailure()) return;  // one drawing is enough to read
     }
   }

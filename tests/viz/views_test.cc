@@ -115,7 +115,7 @@ TEST(Views, SmallAndMediumPlansAreDrawnWhole) {
                                std::tuple{"interleaved-1f1b", 4, 8, 2}, std::tuple{"1f1b", 8, 24, 1}}) {
     auto s = SimulateSchedule(name, P, m, v);
     ASSERT_TRUE(s.ok()) << name << ": " << s.status().ToString();
-    ExpectWellFormed(s->timeline, Fmt("%s P=%d m=%d", name, P, m), /*want_cut=*/false);
+    ExpectWellFormed(s->timeline, StrFormat("%s P=%d m=%d", name, P, m), /*want_cut=*/false);
     const std::string svg = RenderSvg(s->timeline);
     // Up to kMaxVisibleArrows messages: all drawn; 1F1B P=8 m=24 has 336, shown on hover.
     const bool few = s->timeline.messages.size() <= static_cast<size_t>(kMaxVisibleArrows);
@@ -183,7 +183,7 @@ TEST(Views, TerminalStaysWithinItsWidthAtSixteenRanks) {
   ASSERT_TRUE(s.ok());
   for (int width : {40, 60, 80, 120, 200}) {
     const std::string text = RenderAscii(s->timeline, AsciiOptions{width, false});
-    ExpectWithinWidth(text, width, 16, Fmt("width %d", width));
+    ExpectWithinWidth(text, width, 16, StrFormat("width %d", width));
     EXPECT_NE(text.find("time WINDOWED"), std::string::npos) << width;
     EXPECT_NE(text.find("~~~ = "), std::string::npos) << width;
   }
