@@ -51,8 +51,8 @@ void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--prompt", o->sample.prompt, "text to continue");
   cmd->add_option("--tokens", o->sample.tokens, "tokens to generate (bytes without --tokenizer)")->capture_default_str();
   cmd->add_option("--tokenizer", o->sample.tokenizer,
-                  "SentencePiece .model the model was trained with (`run --tokenizer`); encodes the prompt, decodes "
-                  "the output");
+                  "the tokenizer the model was trained with (`run --tokenizer`: SentencePiece .model, HF "
+                  "tokenizer.json or its directory); encodes the prompt, decodes the output");
   cmd->add_option("--temperature", o->sample.temperature, "sampling temperature")->capture_default_str();
   cmd->add_option("--seed", o->sample.seed, "sampling seed")->capture_default_str();
   cmd->callback([o, &ctx] {

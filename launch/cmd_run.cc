@@ -111,7 +111,8 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                   "(--token-dtype) or an llm.c token file (header); memory-mapped (docs/DATA.md)")
       ->required();
   cmd->add_option("--tokenizer", options->tokenizer,
-                  "SentencePiece .model: tokenizes text --data and --sample; its vocabulary = model.vocab_size");
+                  "SentencePiece .model, HF tokenizer.json or a directory holding one: tokenizes text --data and --sample; "
+                  "its vocabulary = model.vocab_size");
   cmd->add_option("--token-dtype", options->token_dtype,
                   "--data is a flat little-endian token array of this type: uint16 or uint32 (an llm.c header "
                   "says it itself)");

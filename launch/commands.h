@@ -52,7 +52,8 @@ void RegisterTokenizeCommand(CLI::App& app, CommandContext& ctx);  // cmd_tokeni
 inline constexpr char kRunDescription[] = "train by replaying a plan (launch with mpirun -np <pp_size x dp_size>)";
 inline constexpr char kGenerateDescription[] = "sample text from a checkpoint (`pipewright run --save` or --checkpoint-dir)";
 inline constexpr char kTokenizeDescription[] =
-    "tokenize a text file with a SentencePiece model into an llm.c token file for `run --data`";
+    "tokenize a text or JSON Lines file (SentencePiece .model or HF tokenizer.json) into an llm.c token file for "
+    "`run --data`";
 inline constexpr char kExportDescription[] =
     "write a checkpoint (`pipewright run --save` or --checkpoint-dir) as a Hugging Face directory (config.json + safetensors)";
 inline constexpr char kProfileDescription[] =

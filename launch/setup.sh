@@ -25,7 +25,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config
           zlib1g-dev chromium clang-14 libclang-rt-14-dev coinor-libcbc-dev)
 if [[ $planner_only == 0 ]]; then
   # OpenBLAS replaces the reference BLAS that Debian's LibTorch links by default (several times faster GEMMs).
-  packages+=(libtorch-dev libopenmpi-dev openmpi-bin fortunes libopenblas0-pthread libsentencepiece-dev sentencepiece)
+  packages+=(libtorch-dev libopenmpi-dev openmpi-bin fortunes libopenblas0-pthread libsentencepiece-dev sentencepiece libpcre2-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

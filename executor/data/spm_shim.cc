@@ -48,6 +48,11 @@ __attribute__((visibility("default"))) int pw_spm_vocab_size(void* model) {
   return static_cast<sentencepiece::SentencePieceProcessor*>(model)->GetPieceSize();
 }
 
+// The model's end-of-sentence id (-1 when the model has none).
+__attribute__((visibility("default"))) int pw_spm_eos_id(void* model) {
+  return static_cast<sentencepiece::SentencePieceProcessor*>(model)->eos_id();
+}
+
 // Ids of text[0, len) into a malloc'd array (*ids, *count); 0 on success.
 __attribute__((visibility("default"))) int pw_spm_encode(void* model, const char* text, size_t len, int** ids,
                                                          size_t* count) {
