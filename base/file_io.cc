@@ -18,8 +18,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& text) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      return Status::InvalidArgument("cannot write '" + path + "' (cannot create '" + tmp + "': " +
-                                     std::strerror(errno) + ")");
+      return Status::InvalidArgument("cannot write '" + path + "' (cannot create '" + tmp +
+                                     "': " + std::strerror(errno) + ")");
     out << text;
     out.flush();
     if (!out) {

@@ -49,18 +49,27 @@ StatusOr<int64_t> ParseBytes(const std::string& text, const std::string& flag) {
     if (!std::isspace(static_cast<unsigned char>(text[k])))
       unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
   double mult = 0;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "kib" || unit == "k") mult = 1024.0;
-  else if (unit == "mib" || unit == "m") mult = 1024.0 * 1024;
-  else if (unit == "gib" || unit == "g") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "tib" || unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") mult = 1e3;
-  else if (unit == "mb") mult = 1e6;
-  else if (unit == "gb") mult = 1e9;
-  else if (unit == "tb") mult = 1e12;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "kib" || unit == "k")
+    mult = 1024.0;
+  else if (unit == "mib" || unit == "m")
+    mult = 1024.0 * 1024;
+  else if (unit == "gib" || unit == "g")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "tib" || unit == "t")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb")
+    mult = 1e3;
+  else if (unit == "mb")
+    mult = 1e6;
+  else if (unit == "gb")
+    mult = 1e9;
+  else if (unit == "tb")
+    mult = 1e12;
   if (mult == 0 || !(value > 0))
-    return Status::InvalidArgument(flag + " '" + text +
-                                   "': expected a positive size with unit B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB");
+    return Status::InvalidArgument(
+        flag + " '" + text + "': expected a positive size with unit B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB");
   // 1e30, inf: llround would return an unspecified value (a negative limit).
   const double bytes = value * mult;
   if (!(bytes < 0x1p62))

@@ -21,8 +21,8 @@ StatusOr<nlohmann::json> ParseJsonText(const std::string& text, const std::strin
       return !too_deep || depth <= limits::kMaxJsonDepth;
     });
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
-    return Status::InvalidArgument(source + ": not valid JSON (truncated or corrupt file?): " +
-                                   EscapeForTerminal(e.what()));
+    return Status::InvalidArgument(source +
+                                   ": not valid JSON (truncated or corrupt file?): " + EscapeForTerminal(e.what()));
   }
   if (too_deep)
     return Status::InvalidArgument(source + ": JSON nested deeper than the limit of " +

@@ -4,9 +4,8 @@
 // or print raw bytes in an error.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/status.h"
 

@@ -6,13 +6,20 @@ namespace pw {
 
 const char* StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kInfeasible: return "infeasible";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kCommError: return "communication error";
-    case StatusCode::kComputeError: return "compute error";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kInfeasible:
+      return "infeasible";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kCommError:
+      return "communication error";
+    case StatusCode::kComputeError:
+      return "compute error";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

@@ -34,6 +34,7 @@
 // device) so that only the replayed durations carry this machine's speed.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,16 +45,14 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "executor/comm/mpi_communicator.h"
 #include "executor/data/data.h"
 #include "executor/runtime/engine.h"
-#include "executor/comm/mpi_communicator.h"
-#include "tests/testing/test_plans.h"
 #include "plan/plan.h"
 #include "plan/replica_batch.h"
 #include "planner/data_parallel.h"
 #include "schedules/simulate.h"
+#include "tests/testing/test_plans.h"
 
 namespace pw::exec {
 namespace {
@@ -106,8 +105,8 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
   spec.num_microbatches = cfg.m;
   spec.micro_batch_size = cfg.b;
   spec.seq_length = cfg.seq;
-  spec.model = {{"n_layer", cfg.n_layer}, {"n_embd", cfg.n_embd}, {"n_head", 8}, {"n_positions", cfg.seq},
-                {"vocab_size", 256}};
+  spec.model = {
+      {"n_layer", cfg.n_layer}, {"n_embd", cfg.n_embd}, {"n_head", 8}, {"n_positions", cfg.seq}, {"vocab_size", 256}};
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(spec));
   PW_ASSIGN_OR_RETURN(ReplicaBatch shape, ReadReplicaBatch(plan));
   PW_ASSIGN_OR_RETURN(TextDataset data, TextDataset::Open(cfg.data, shape.seq_length, 1));
@@ -253,8 +252,7 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
     std::printf("| %s | %d x %d | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %.2f | %.3f | %s |\n",
                 schedule.c_str(), cfg.dp, cfg.pp, 1e3 * Median(steps), 1e3 * meas_make, 1e3 * meas_exp,
                 1e3 * meas_total, sim.makespan_s / meas_total, 1e3 * sim.makespan_s, 1e3 * sim_exposed,
-                meas_exp > 0 ? sim_exposed / meas_exp : 0.0, 1e3 * skew,
-                per_step_ratio, ring.c_str());
+                meas_exp > 0 ? sim_exposed / meas_exp : 0.0, 1e3 * skew, per_step_ratio, ring.c_str());
     std::fflush(stdout);
   }
   return Status::Ok();
@@ -300,18 +298,20 @@ int Main(int argc, char** argv) {
       return 1;
     }
     if (g == 0) {
-      std::printf("setup: dp %d x pp %d = %d ranks on %ld cores (mpirun%s), 1 thread per rank, CPU float32, GPT "
-                  "%d blocks x %d wide, m=%d x b=%d x %d tokens per replica, %d warm-up + %d timed steps (medians), "
-                  "reductions %s\n",
-                  cfg.dp, cfg.pp, (*world)->size(), sysconf(_SC_NPROCESSORS_ONLN),
-                  (*world)->size() > sysconf(_SC_NPROCESSORS_ONLN) ? ", oversubscribed: ranks share cores" : "",
-                  cfg.n_layer, cfg.n_embd, cfg.m, cfg.b, cfg.seq, cfg.warmup, cfg.steps,
-                  cfg.no_progress ? "progressed only inside other MPI calls (--no-progress)"
-                                  : "tested after every compute action (progress)");
-      std::printf("| schedule | dp x pp | step meas. (ms) | makespan meas. (ms) | all-reduce exposed meas. (ms) | "
-                  "makespan + exposed meas. (ms) | sim/meas | makespan sim. (ms) | exposed sim. (ms) | sim/meas | "
-                  "replica skew meas. (ms) | (sim + skew)/meas | "
-                  "all-reduce per stage: alone measured / ring model / in-step posted->done mean (ms) |\n");
+      std::printf(
+          "setup: dp %d x pp %d = %d ranks on %ld cores (mpirun%s), 1 thread per rank, CPU float32, GPT "
+          "%d blocks x %d wide, m=%d x b=%d x %d tokens per replica, %d warm-up + %d timed steps (medians), "
+          "reductions %s\n",
+          cfg.dp, cfg.pp, (*world)->size(), sysconf(_SC_NPROCESSORS_ONLN),
+          (*world)->size() > sysconf(_SC_NPROCESSORS_ONLN) ? ", oversubscribed: ranks share cores" : "", cfg.n_layer,
+          cfg.n_embd, cfg.m, cfg.b, cfg.seq, cfg.warmup, cfg.steps,
+          cfg.no_progress ? "progressed only inside other MPI calls (--no-progress)"
+                          : "tested after every compute action (progress)");
+      std::printf(
+          "| schedule | dp x pp | step meas. (ms) | makespan meas. (ms) | all-reduce exposed meas. (ms) | "
+          "makespan + exposed meas. (ms) | sim/meas | makespan sim. (ms) | exposed sim. (ms) | sim/meas | "
+          "replica skew meas. (ms) | (sim + skew)/meas | "
+          "all-reduce per stage: alone measured / ring model / in-step posted->done mean (ms) |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       std::fflush(stdout);
     }

@@ -32,6 +32,7 @@
 // hits all schedules alike. Every row checks itself: the loss is finite and
 // every step completed (`wrong` column). --trace-dir writes the last step's measured trace
 // (schedules/trace_format.h) per plan, for `pipewright show`.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,17 +41,15 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "executor/comm/mpi_communicator.h"
 #include "executor/data/data.h"
+#include "executor/runtime/cpu_allocator.h"
 #include "executor/runtime/engine.h"
 #include "executor/runtime/measured_trace.h"
-#include "executor/comm/mpi_communicator.h"
-#include "tests/testing/test_plans.h"
-#include "executor/runtime/cpu_allocator.h"
 #include "plan/plan.h"
 #include "plan/replica_batch.h"
 #include "schedules/simulate.h"
+#include "tests/testing/test_plans.h"
 
 namespace pw::exec {
 namespace {
@@ -251,13 +250,17 @@ int Main(int argc, char** argv) {
     if (printer) {
       const char* omp = std::getenv("OMP_NUM_THREADS");
       const char* blas = std::getenv("OPENBLAS_NUM_THREADS");
-      std::printf("setup: %d ranks (mpirun), 1 LibTorch intra-op thread per rank, OMP_NUM_THREADS=%s, "
-                  "OPENBLAS_NUM_THREADS=%s, CPU float32, %d warm-up + %d timed steps per plan, plans interleaved step by step (medians)\n",
-                  (*comm)->size(), omp ? omp : "unset", blas ? blas : "unset", cfg.warmup_steps, cfg.steps);
-      std::printf("| schedule | v | m | step meas. (ms) | step sim. (ms) | sim/meas | replay sim. (ms) | replay/meas | busy m/p | "
-                  "bubble meas. | bubble sim. | "
-                  "peak act. meas. per rank (MiB) | peak act. sim. (MiB) | meas/sim | overhead %% of step | "
-                  "overhead per action (us) | step incl. optimizer (ms) | wrong |\n");
+      std::printf(
+          "setup: %d ranks (mpirun), 1 LibTorch intra-op thread per rank, OMP_NUM_THREADS=%s, "
+          "OPENBLAS_NUM_THREADS=%s, CPU float32, %d warm-up + %d timed steps per plan, plans interleaved step by step "
+          "(medians)\n",
+          (*comm)->size(), omp ? omp : "unset", blas ? blas : "unset", cfg.warmup_steps, cfg.steps);
+      std::printf(
+          "| schedule | v | m | step meas. (ms) | step sim. (ms) | sim/meas | replay sim. (ms) | replay/meas | busy "
+          "m/p | "
+          "bubble meas. | bubble sim. | "
+          "peak act. meas. per rank (MiB) | peak act. sim. (MiB) | meas/sim | overhead %% of step | "
+          "overhead per action (us) | step incl. optimizer (ms) | wrong |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       std::fflush(stdout);
     }
@@ -287,12 +290,14 @@ int Main(int argc, char** argv) {
           mib_sim.push_back(row->sim_peak[r] / 1048576.0);
           ratio.push_back(row->sim_peak[r] > 0 ? row->meas_peak[r] / row->sim_peak[r] : 0.0);
         }
-        std::printf("| %s | %d | %d | %.2f | %.2f | %.3f | %.2f | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %.2f | %d |\n",
-                    row->schedule.c_str(), row->v, row->m, 1e3 * row->meas_s, 1e3 * row->sim_s,
-                    row->sim_s / row->meas_s, 1e3 * row->replay_s, row->replay_s / row->meas_s, row->busy_ratio, row->meas_bubble, row->sim_bubble, PerRank(mib_meas, "%.2f").c_str(),
-                    PerRank(mib_sim, "%.2f").c_str(), PerRank(ratio, "%.2f").c_str(),
-                    PerRank(row->overhead_pct, "%.2f").c_str(), PerRank(row->overhead_per_action_us, "%.1f").c_str(),
-                    1e3 * row->step_with_opt_s, row->wrong);
+        std::printf(
+            "| %s | %d | %d | %.2f | %.2f | %.3f | %.2f | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %.2f | "
+            "%d |\n",
+            row->schedule.c_str(), row->v, row->m, 1e3 * row->meas_s, 1e3 * row->sim_s, row->sim_s / row->meas_s,
+            1e3 * row->replay_s, row->replay_s / row->meas_s, row->busy_ratio, row->meas_bubble, row->sim_bubble,
+            PerRank(mib_meas, "%.2f").c_str(), PerRank(mib_sim, "%.2f").c_str(), PerRank(ratio, "%.2f").c_str(),
+            PerRank(row->overhead_pct, "%.2f").c_str(), PerRank(row->overhead_per_action_us, "%.1f").c_str(),
+            1e3 * row->step_with_opt_s, row->wrong);
         std::fflush(stdout);
       }
       rc = std::max(rc, row->wrong);

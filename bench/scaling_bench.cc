@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "planner/profile_fit.h"
-#include "schedules/pipeline.h"
 #include "schedules/lower.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
@@ -118,8 +118,9 @@ int main(int argc, char** argv) {
     Ps = {4, 8, 16};
     ms = {8, 32, 128};
   }
-  std::printf("planner/simulator scaling: 1F1B (v=1) / Interleaved 1F1B (v>1), per-stage cost 1/v; one thread, "
-              "thread CPU time, median of >= 2 runs after 1 warm-up\n");
+  std::printf(
+      "planner/simulator scaling: 1F1B (v=1) / Interleaved 1F1B (v>1), per-stage cost 1/v; one thread, "
+      "thread CPU time, median of >= 2 runs after 1 warm-up\n");
   std::printf("%4s %2s %5s %10s %12s %14s %12s %14s %6s\n", "P", "v", "m", "actions", "total ms", "total act/s",
               "sim ms", "sim act/s", "wrong");
   std::vector<Row> rows;

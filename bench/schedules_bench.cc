@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "schedules/pipeline.h"
 #include "schedules/lower.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
@@ -102,8 +102,8 @@ void BM_SimulateOnly(benchmark::State& state) {
   auto run = RunPipeline(req);
   const Program& lowered = run->lowered;
   for (auto _ : state) benchmark::DoNotOptimize(Simulate(lowered, req.costs));
-  state.counters["actions_per_s"] = benchmark::Counter(
-      static_cast<double>(lowered.NumActions()) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["actions_per_s"] =
+      benchmark::Counter(static_cast<double>(lowered.NumActions()) * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SimulateOnly)->ArgNames({"P", "m"})->Args({64, 1024})->Args({64, 256})->Unit(benchmark::kMillisecond);
 

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   for (size_t b = 0, nl; b < text.size(); b = nl + 1) {
     nl = text.find('\n', b);
     if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(b, nl - b + (nl < text.size() ? 1 : 0)));  // with its newline, as Python's splitlines(True)
+    lines.push_back(
+        text.substr(b, nl - b + (nl < text.size() ? 1 : 0)));  // with its newline, as Python's splitlines(True)
   }
   using Clock = std::chrono::steady_clock;
   double best_whole = 1e30, best_lines = 1e30;

@@ -21,12 +21,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "v_reference_bench: no cells in %s\n", path.c_str());
     return 2;
   }
-  std::printf("# V-shape schedules: ours vs the authors' schedulers\n\n"
-              "cost = max over ranks of (end of last pass - start of first F) (ZB paper; our steady_step_s); "
-              "peak = largest per-rank activation peak (chunk units, or M_B for zbv 1.5B/14.6B). "
-              "Δ = ours - reference (negative: ours is better). Table: tests/schedules/data/v_reference.tsv.\n\n"
-              "| family | P | m | profile | limit | ref cost | our cost | Δ cost | ref peak | our peak | gen ms | "
-              "verdict |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "# V-shape schedules: ours vs the authors' schedulers\n\n"
+      "cost = max over ranks of (end of last pass - start of first F) (ZB paper; our steady_step_s); "
+      "peak = largest per-rank activation peak (chunk units, or M_B for zbv 1.5B/14.6B). "
+      "Δ = ours - reference (negative: ours is better). Table: tests/schedules/data/v_reference.tsv.\n\n"
+      "| family | P | m | profile | limit | ref cost | our cost | Δ cost | ref peak | our peak | gen ms | "
+      "verdict |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   struct Sum {
     int cells = 0, better = 0, equal = 0, worse = 0;
     double worst = -1e300;
@@ -55,9 +56,12 @@ int main(int argc, char** argv) {
     const double d = pw::vref::CostExcess(c, o);
     const bool peak_ok = pw::vref::PeakExcess(c, o) <= 5e-9;
     const char* verdict = d > 5e-7 || !peak_ok ? "WORSE" : (d < -5e-7 ? "better" : "equal");
-    if (d > 5e-7 || !peak_ok) ++bad, ++s.worse;
-    else if (d < -5e-7) ++s.better;
-    else ++s.equal;
+    if (d > 5e-7 || !peak_ok)
+      ++bad, ++s.worse;
+    else if (d < -5e-7)
+      ++s.better;
+    else
+      ++s.equal;
     s.worst = std::max(s.worst, d);
     std::printf("| %s | %d | %d | %s | %s | %.4f | %.4f | %+.4f | %.4f | %.4f | %.0f | %s |\n", c.family.c_str(), c.P,
                 c.m, c.profile.c_str(), c.limit.c_str(), c.ref_cost, o.cost, d, c.ref_peak, o.peak, ms, verdict);

@@ -40,8 +40,8 @@
 #include <string>
 #include <vector>
 
-#include "schedules/pipeline.h"
 #include "schedules/lower.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
@@ -124,16 +124,15 @@ struct Column {
 };
 
 // The six schedules of every row.
-const Column kColumns[] = {{"1F1B", "1f1b", 1, 1},       {"ZB-H1", "zb-h1", 1, 1},
-                           {"ZB-H2", "zb-h2", 1, 2},     {"ZB-1p", "zb-auto", 1, 1},
-                           {"ZB-2p", "zb-auto", 1, 2},   {"ZB-V", "zb-v", 2, 1}};
+const Column kColumns[] = {{"1F1B", "1f1b", 1, 1},     {"ZB-H1", "zb-h1", 1, 1},   {"ZB-H2", "zb-h2", 1, 2},
+                           {"ZB-1p", "zb-auto", 1, 1}, {"ZB-2p", "zb-auto", 1, 2}, {"ZB-V", "zb-v", 2, 1}};
 constexpr int kNumColumns = 6;
 
 struct Row {
   const Model* model;
   int P, m;
   Times t;
-  const char* times_from;                  // which Table 9 row the times are
+  const char* times_from;                    // which Table 9 row the times are
   std::optional<double> paper[kNumColumns];  // in kColumns order
 };
 

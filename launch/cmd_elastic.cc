@@ -60,8 +60,8 @@ struct ElasticOptions {
 };
 
 // The flags elastic sets itself, refused in the pass-through lists.
-const char* const kPlanFlagsElasticSets[] = {"--num-devices", "--pp", "--pipeline-model-parallel-size", "--dp",
-                                             "--data-parallel-size", "-o", "--output"};
+const char* const kPlanFlagsElasticSets[] = {
+    "--num-devices", "--pp", "--pipeline-model-parallel-size", "--dp", "--data-parallel-size", "-o", "--output"};
 const char* const kRunFlagsElasticSets[] = {"--plan", "--resume"};
 // Fault drills (run's test-only --fault-* flags) apply to the first launch
 // only: a drill repeated after every restart would never finish.
@@ -183,7 +183,8 @@ StatusOr<ElasticOptions> ParseElastic(const std::vector<std::string>& before, co
   if (o.work_dir.empty()) o.work_dir = (fs::path(*dir) / "elastic").string();
   static const std::regex kDrill(R"(\d+:\d+:\d+:(kill|hang))");
   for (const std::string& d : o.drills)
-    if (!std::regex_match(d, kDrill)) return bad("--fault-drill " + EscapeForTerminal(d, 64) + ": expected LAUNCH:RANK:STEP:kill|hang");
+    if (!std::regex_match(d, kDrill))
+      return bad("--fault-drill " + EscapeForTerminal(d, 64) + ": expected LAUNCH:RANK:STEP:kill|hang");
   return o;
 }
 
@@ -206,8 +207,8 @@ std::optional<std::pair<int, std::string>> LatestCheckpoint(const std::string& r
 }
 
 struct ChildResult {
-  int exit_code = 0;                // the child's exit status, 128 + signal if killed
-  std::deque<std::string> tail;     // its last lines (stdout and stderr together)
+  int exit_code = 0;             // the child's exit status, 128 + signal if killed
+  std::deque<std::string> tail;  // its last lines (stdout and stderr together)
 };
 
 // Runs `argv` with stdout and stderr piped to us; each line is echoed to our
@@ -275,7 +276,8 @@ struct Loss {
 
 Loss FindLoss(const std::deque<std::string>& lines) {
   Loss loss;
-  static const std::regex kOmpi(R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?)");
+  static const std::regex kOmpi(
+      R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?)");
   static const std::regex kStep(R"((?:^|[^a-z])step (\d+)(?:/\d+)?)");
   static const std::regex kWaited(R"(rank (\d+).*(?:watchdog|lost|died|no message))");
   for (const std::string& line : lines) {
@@ -405,8 +407,7 @@ Status RunElastic(const ElasticOptions& o) {
     }
     ++restarts;
     const int next = np - lost_slots;
-    std::printf("elastic: lost rank %s%s (%s) at step %s; ",
-                loss.rank >= 0 ? std::to_string(loss.rank).c_str() : "?",
+    std::printf("elastic: lost rank %s%s (%s) at step %s; ", loss.rank >= 0 ? std::to_string(loss.rank).c_str() : "?",
                 loss.host.empty() ? "" : (" on " + loss.host).c_str(),
                 loss.reason.empty() ? ("run exit " + std::to_string(ran.exit_code)).c_str() : loss.reason.c_str(),
                 loss.step >= 0 ? std::to_string(loss.step + 1).c_str() : "?");
@@ -417,8 +418,8 @@ Status RunElastic(const ElasticOptions& o) {
     }
     if (restarts > o.max_restarts) {
       std::printf("no restarts left\n");
-      return Status::Infeasible("elastic: the run failed again after --max-restarts " +
-                                std::to_string(o.max_restarts) + " restarts");
+      return Status::Infeasible("elastic: the run failed again after --max-restarts " + std::to_string(o.max_restarts) +
+                                " restarts");
     }
     np = next;
     // The new layout is printed once planned (next loop), on the same line.

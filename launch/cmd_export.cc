@@ -28,8 +28,8 @@ Status RunExport(const ExportOptions& o) {
     PW_ASSIGN_OR_RETURN(Plan p, ReadPlanFile(o.plan_path));
     plan = std::move(p);
   }
-  PW_ASSIGN_OR_RETURN(exec::ExportSummary s, exec::ExportHfModel(o.checkpoint_dir, o.out_dir, o.max_shard_bytes,
-                                                                 plan ? &*plan : nullptr));
+  PW_ASSIGN_OR_RETURN(exec::ExportSummary s,
+                      exec::ExportHfModel(o.checkpoint_dir, o.out_dir, o.max_shard_bytes, plan ? &*plan : nullptr));
   std::printf("exported %d tensors (%lld bytes) to %s: config.json + %d safetensors file%s\n", s.tensors,
               static_cast<long long>(s.bytes), o.out_dir.c_str(), s.files, s.files == 1 ? "" : "s + index");
   return Status::Ok();

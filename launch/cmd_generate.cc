@@ -7,12 +7,12 @@
 #include <optional>
 #include <string>
 
+#include "base/format.h"
+#include "base/printable.h"
 #include "executor/runtime/engine.h"
 #include "executor/runtime/sampler.h"
 #include "launch/commands.h"
 #include "launch/flags.h"
-#include "base/format.h"
-#include "base/printable.h"
 
 namespace pw::cli {
 
@@ -49,7 +49,8 @@ void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("generate", kGenerateDescription);
   AddCheckpointSourceFlags(cmd, &o->checkpoint_dir, &o->plan_path);
   cmd->add_option("--prompt", o->sample.prompt, "text to continue");
-  cmd->add_option("--tokens", o->sample.tokens, "tokens to generate (bytes without --tokenizer)")->capture_default_str();
+  cmd->add_option("--tokens", o->sample.tokens, "tokens to generate (bytes without --tokenizer)")
+      ->capture_default_str();
   cmd->add_option("--tokenizer", o->sample.tokenizer,
                   "the tokenizer the model was trained with (`run --tokenizer`: SentencePiece .model, HF "
                   "tokenizer.json or its directory); encodes the prompt, decodes the output");

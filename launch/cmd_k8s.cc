@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "launch/commands.h"
 #include "base/file_io.h"
+#include "launch/commands.h"
 #include "launch/mpijob.h"
 #include "plan/plan.h"
 
@@ -42,15 +42,16 @@ Status Run(const K8sOptions& o) {
 
 void RegisterK8sCommand(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<K8sOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "k8s",
-      "Write a Kubernetes MPI Operator MPIJob (kubeflow.org/v2beta1) + ConfigMap running a plan on "
-      "tp_size x pp_size x dp_size GPUs; arguments after -- are added to `pipewright run`");
+  CLI::App* sub =
+      app.add_subcommand("k8s",
+                         "Write a Kubernetes MPI Operator MPIJob (kubeflow.org/v2beta1) + ConfigMap running a plan on "
+                         "tp_size x pp_size x dp_size GPUs; arguments after -- are added to `pipewright run`");
   sub->add_option("--plan", opts->plan, "plan file (pipewright plan): mounted from a ConfigMap in every pod")
       ->required();
   sub->add_option("--image", opts->job.image, "container image holding pipewright, Open MPI and sshd")->required();
   sub->add_option("--gpus-per-node", opts->job.gpus_per_node,
-                  "GPUs (= ranks, = MPI slots) per Worker pod; must divide tp_size x pp_size x dp_size and be a multiple of tp_size")
+                  "GPUs (= ranks, = MPI slots) per Worker pod; must divide tp_size x pp_size x dp_size and be a "
+                  "multiple of tp_size")
       ->capture_default_str();
   sub->add_option("--scheduler", opts->job.scheduler,
                   "volcano (schedulerName: volcano, gang scheduling) or default (the cluster's kube-scheduler)")

@@ -45,9 +45,10 @@ Status Run(const LaunchConfigCommandOptions& o) {
   std::printf("wrote %s (%zu argument lines for %s)\n", o.output.c_str(), config.lines.size(),
               target->display_name.c_str());
   if (!config.csv.empty())
-    std::printf("wrote %s (compute_only PyTorch CSV: the plan's order, read by the arguments' "
-                "--parallelism.pipeline_parallel_schedule_csv)\n",
-                options.schedule_csv_path.c_str());
+    std::printf(
+        "wrote %s (compute_only PyTorch CSV: the plan's order, read by the arguments' "
+        "--parallelism.pipeline_parallel_schedule_csv)\n",
+        options.schedule_csv_path.c_str());
   return Status::Ok();
 }
 

@@ -8,16 +8,16 @@
 #include <set>
 #include <sstream>
 
+#include "base/file_io.h"
 #include "launch/commands.h"
 #include "launch/flags.h"
-#include "base/file_io.h"
 #include "models/spec/device.h"
 #include "models/spec/layer_costs.h"
 #include "models/spec/model_config.h"
+#include "plan/plan.h"
 #include "planner/explain.h"
 #include "planner/optimal_candidate.h"
 #include "planner/planner.h"
-#include "plan/plan.h"
 #include "schedules/csv.h"
 
 namespace pw::cli {
@@ -54,11 +54,11 @@ struct PlanCommandOptions {
   double clip_grad_norm = 0.0;
   std::string dtype;  // empty: bf16, or fp32 with --profile (what the profile measured)
   bool no_min_pp = false;
-  bool explain = false;        // --explain / -v: every candidate and rejection
-  std::string format = "text"; // text | json (the candidate table, for tools)
+  bool explain = false;              // --explain / -v: every candidate and rejection
+  std::string format = "text";       // text | json (the candidate table, for tools)
   bool try_optimal = false;          // --try-optimal (planner/optimal_candidate.h)
   double optimal_time_limit_s = 10;  // --optimal-time-limit
-  std::set<std::string> given;  // the long names of the options given on the command line
+  std::set<std::string> given;       // the long names of the options given on the command line
 };
 
 std::vector<std::string> SplitComma(const std::string& s) {
@@ -122,14 +122,14 @@ std::vector<std::string> RunRefusals(const Plan& plan, const nlohmann::json& con
       else if (it->is_number() && it->get<double>() > 0)
         fields += std::string(fields.empty() ? "" : ", ") + f + " " + it->dump();
     }
-    out.push_back("the model has dropout (" + fields +
-                  "): the executor has no dropout layers; set " +
+    out.push_back("the model has dropout (" + fields + "): the executor has no dropout layers; set " +
                   (gpt2 ? "attn_pdrop, embd_pdrop and resid_pdrop" : "attention_dropout") +
                   " to 0 in the config and plan again (the activation bytes then count no dropout masks)");
   }
   if (plan.training && plan.training->precision == Precision::kMixedBf16)
-    out.push_back("the plan is dtype bf16 (mixed precision): the executor trains fp32 or fp64; plan with --dtype "
-                  "fp32 (or fp64) to run it with pipewright");
+    out.push_back(
+        "the plan is dtype bf16 (mixed precision): the executor trains fp32 or fp64; plan with --dtype "
+        "fp32 (or fp64) to run it with pipewright");
   if (plan.training && plan.training->recompute != Recompute::kNone)
     out.push_back(std::string("the plan recomputes activations (recompute ") + RecomputeName(plan.training->recompute) +
                   "): the executor keeps every activation; plan with --recompute-granularity none");
@@ -240,11 +240,13 @@ Status RunPlan(const PlanCommandOptions& c) {
   }
   if (c.given.count("--num-devices")) {
     if (c.given.count("--pipeline-model-parallel-size") || c.given.count("--data-parallel-size"))
-      return Status::InvalidArgument("--num-devices chooses the split P x D itself: give it without --pp and --dp "
-                                     "(or give --pp and --dp without it)");
+      return Status::InvalidArgument(
+          "--num-devices chooses the split P x D itself: give it without --pp and --dp "
+          "(or give --pp and --dp without it)");
   } else if (!c.given.count("--pipeline-model-parallel-size")) {
-    return Status::InvalidArgument("give --pp P (with --dp D for data-parallel replicas), or --num-devices N to "
-                                   "choose the split P x D = N");
+    return Status::InvalidArgument(
+        "give --pp P (with --dp D for data-parallel replicas), or --num-devices N to "
+        "choose the split P x D = N");
   }
   o.pp_size = c.pp;
   o.dp_size = c.dp;
@@ -273,7 +275,8 @@ Status RunPlan(const PlanCommandOptions& c) {
   if (!std::isfinite(c.clip_grad_norm) || c.clip_grad_norm < 0) {
     std::ostringstream v;
     v << c.clip_grad_norm;
-    return Status::InvalidArgument("--clip-grad-norm " + v.str() + ": expected a finite max norm > 0 (0 = no clipping)");
+    return Status::InvalidArgument("--clip-grad-norm " + v.str() +
+                                   ": expected a finite max norm > 0 (0 = no clipping)");
   }
   if (c.schedule != "auto") o.schedules = SplitComma(c.schedule);
   if (!c.memory_limit.empty()) {
@@ -313,7 +316,8 @@ Status RunPlan(const PlanCommandOptions& c) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (elapsed < next_report_s) return;
     next_report_s = elapsed + 5.0;
-    std::fprintf(stderr, "pipewright plan: searching P=%d: %s (schedule family %d of %d), %d candidates evaluated, %.0f s\n",
+    std::fprintf(stderr,
+                 "pipewright plan: searching P=%d: %s (schedule family %d of %d), %d candidates evaluated, %.0f s\n",
                  pp, name.c_str(), family, families, done, elapsed);
   };
   auto result = SearchPlans(model, o);
@@ -375,7 +379,8 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_flag("--sequence-parallel", opts->sequence_parallel,
                 "shard norms and dropout over the sequence on the T ranks (default on when T > 1)");
-  cmd->add_flag("--no-sequence-parallel", opts->no_sequence_parallel, "tensor parallelism without sequence parallelism");
+  cmd->add_flag("--no-sequence-parallel", opts->no_sequence_parallel,
+                "tensor parallelism without sequence parallelism");
   cmd->add_option("--num-devices", opts->num_devices,
                   "choose the split T x P x D = N (instead of --pp/--dp; T searched unless --tp is given, ZeRO-1 "
                   "searched unless --use-distributed-optimizer): the best of each split is reported");
@@ -407,8 +412,9 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "the run clips gradients by their global norm: a global barrier per step, so the plan minimises "
                   "makespan_s and records training.global_barrier (0 = no clipping)");
   AddDtypeFlag(cmd, &opts->dtype,
-               std::string(kDtypeHelp) + "; `pipewright run` trains fp32 and fp64 plans. Default bf16, fp32 with "
-               "--profile");
+               std::string(kDtypeHelp) +
+                   "; `pipewright run` trains fp32 and fp64 plans. Default bf16, fp32 with "
+                   "--profile");
   cmd->add_flag("--no-min-pp", opts->no_min_pp, "skip the search for the smallest P that fits");
   cmd->add_flag("--try-optimal", opts->try_optimal,
                 "also solve the exact schedule (CBC) of the best one-stage-per-rank candidate (P x m <= 32) and "
@@ -425,11 +431,10 @@ void RegisterPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "pipeline_parallel_schedule_csv)");
   cmd->callback([opts, cmd, &ctx]() {
     opts->given.clear();
-    for (const char* name : {"--pipeline-model-parallel-size", "--data-parallel-size", "--num-devices",
-                             "--tensor-model-parallel-size",
-                             "--num-microbatches", "--micro-batch-size", "--global-batch-size", "--seq-length",
-                             "--num-virtual-stages-per-pipeline-rank", "--first-stage-num-layers",
-                             "--last-stage-num-layers"})
+    for (const char* name :
+         {"--pipeline-model-parallel-size", "--data-parallel-size", "--num-devices", "--tensor-model-parallel-size",
+          "--num-microbatches", "--micro-batch-size", "--global-batch-size", "--seq-length",
+          "--num-virtual-stages-per-pipeline-rank", "--first-stage-num-layers", "--last-stage-num-layers"})
       if (cmd->count(name) > 0) opts->given.insert(name);
     Status st = RunPlan(*opts);
     if (!st.ok()) Fail(ctx, "plan", st);

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <memory>
+#include <set>
 
 #include "base/file_io.h"
 #include "executor/comm/agree.h"
@@ -22,8 +22,8 @@
 #include "launch/commands.h"
 #include "launch/flags.h"
 #include "models/spec/model_config.h"
-#include "planner/profile_fit.h"
 #include "plan/plan.h"
+#include "planner/profile_fit.h"
 
 namespace pw::cli {
 
@@ -62,8 +62,9 @@ Status CheckProfileRequest(const ProfileCommandOptions& c, bool measures_p2p) {
   if (measures_p2p) {
     std::set<int64_t> sizes(c.p2p_bytes.begin(), c.p2p_bytes.end());
     if (sizes.size() < 2 || *sizes.begin() < 1)
-      return Status::InvalidArgument("--p2p-bytes needs at least 2 distinct sizes, each >= 1 byte (fitting latency "
-                                     "+ bytes / bandwidth)");
+      return Status::InvalidArgument(
+          "--p2p-bytes needs at least 2 distinct sizes, each >= 1 byte (fitting latency "
+          "+ bytes / bandwidth)");
   }
   const std::filesystem::path parent = std::filesystem::path(c.output).parent_path();
   std::error_code ec;
@@ -75,8 +76,9 @@ Status CheckProfileRequest(const ProfileCommandOptions& c, bool measures_p2p) {
 
 Status RunProfile(const ProfileCommandOptions& c) {
   if (c.dtype == "bf16")
-    return Status::InvalidArgument("--dtype bf16: profile measures the executor's layers, which compute in fp32 or "
-                                   "fp64 (LibTorch's float32, float64)");
+    return Status::InvalidArgument(
+        "--dtype bf16: profile measures the executor's layers, which compute in fp32 or "
+        "fp64 (LibTorch's float32, float64)");
   PW_ASSIGN_OR_RETURN(exec::LaunchEnv env, exec::ReadLaunchEnv());
   PW_RETURN_IF_ERROR(CheckProfileRequest(c, env.world_size > 1));
   // Every rank reads the model first, so a bad --model-config stops all of
@@ -96,8 +98,7 @@ Status RunProfile(const ProfileCommandOptions& c) {
   const bool printer = !comm || comm->rank() == 0;
   Profile profile;
   if (comm) {
-    PW_ASSIGN_OR_RETURN(profile.comm_samples,
-                        exec::MeasureP2P(*comm, c.p2p_bytes, c.p2p_warmup, c.p2p_repetitions));
+    PW_ASSIGN_OR_RETURN(profile.comm_samples, exec::MeasureP2P(*comm, c.p2p_bytes, c.p2p_warmup, c.p2p_repetitions));
     if (printer)
       for (const CommSample& s : profile.comm_samples)
         std::printf("p2p       %9lld B  one-way %9.3f us  (%.3f GB/s)\n", static_cast<long long>(s.bytes),
@@ -178,7 +179,9 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--micro-batch-sizes", o->micro_batch_sizes, "micro-batch sizes to measure")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--seq-lengths", o->seq_lengths, "sequence lengths to measure")->delimiter(',')->capture_default_str();
+  cmd->add_option("--seq-lengths", o->seq_lengths, "sequence lengths to measure")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed rounds per shape")->capture_default_str();
   cmd->add_option("--repetitions", o->repetitions, "timed rounds per shape (median over their microbatches kept)")
       ->capture_default_str();
@@ -186,17 +189,20 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
                   "microbatches per round, alive at once as in a pipeline step (F x k, I x k, W x k, F x k, B x k)")
       ->capture_default_str();
   cmd->add_flag("--solo", o->solo,
-               "under mpirun, rank 0 measures the layers alone while the others wait (default: every rank measures "
-               "at once, as they compute in a run, and the samples are pooled)");
+                "under mpirun, rank 0 measures the layers alone while the others wait (default: every rank measures "
+                "at once, as they compute in a run, and the samples are pooled)");
   cmd->add_option("--threads", o->threads, "LibTorch intra-op threads (the executor uses 1)")->capture_default_str();
-  AddDtypeFlag(cmd, &o->dtype, "fp32 (LibTorch's float32) or fp64: the element type measured; plan --profile "
-                               "then plans that dtype")
+  AddDtypeFlag(cmd, &o->dtype,
+               "fp32 (LibTorch's float32) or fp64: the element type measured; plan --profile "
+               "then plans that dtype")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of weights and inputs")->capture_default_str();
   cmd->add_option("--ref-micro-batch-size", o->ref_micro_batch_size,
                   "shape of the file's per-layer list (default: the last --micro-batch-sizes)");
   cmd->add_option("--ref-seq-length", o->ref_seq_length, "default: the last --seq-lengths");
-  cmd->add_option("--p2p-bytes", o->p2p_bytes, "P2P message sizes (under mpirun)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--p2p-bytes", o->p2p_bytes, "P2P message sizes (under mpirun)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--p2p-repetitions", o->p2p_repetitions, "timed P2P round trips per size")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "profile file to write")->capture_default_str();
   cmd->callback([o, &ctx] {

@@ -56,12 +56,13 @@ StatusOr<std::string> ModelSection(const ReportCliOptions& o) {
   po.find_min_pp = false;
   PW_ASSIGN_OR_RETURN(SearchResult res, EvaluateCandidates(pm, po));
   std::string s = "## A real model: " + o.model + " on " + device.name + "\n\n";
-  s += StrFormat("`pipewright plan` candidates for P = %d, m = %d, micro-batch size 1, sequence length %lld, no "
-                "recompute, memory limit %s (the device). Costs come from the model's FLOPs and bytes on the device "
-                "(models/, planner/cost_model.h); every number below is the planner's simulation. The best v per "
-                "family is shown; rejected candidates keep the planner's reason.\n\n",
-                o.model_pp, o.model_microbatches, static_cast<long long>(o.model_seq_length),
-                res.memory_limit_bytes ? Gib(*res.memory_limit_bytes).c_str() : "none");
+  s += StrFormat(
+      "`pipewright plan` candidates for P = %d, m = %d, micro-batch size 1, sequence length %lld, no "
+      "recompute, memory limit %s (the device). Costs come from the model's FLOPs and bytes on the device "
+      "(models/, planner/cost_model.h); every number below is the planner's simulation. The best v per "
+      "family is shown; rejected candidates keep the planner's reason.\n\n",
+      o.model_pp, o.model_microbatches, static_cast<long long>(o.model_seq_length),
+      res.memory_limit_bytes ? Gib(*res.memory_limit_bytes).c_str() : "none");
   s += "| schedule | v | fits | makespan | steady step | bubble | peak memory max (rank) | note |\n"
        "|---|---|---|---|---|---|---|---|\n";
   std::vector<std::string> seen;
@@ -83,8 +84,8 @@ StatusOr<std::string> ModelSection(const ReportCliOptions& o) {
          " | " + reason + " |\n";
   }
   if (res.chosen >= 0)
-    s += "\nThe planner's choice: **" + res.candidates[res.chosen].schedule + "**, v = " +
-         std::to_string(res.candidates[res.chosen].virtual_stages) + ".\n";
+    s += "\nThe planner's choice: **" + res.candidates[res.chosen].schedule +
+         "**, v = " + std::to_string(res.candidates[res.chosen].virtual_stages) + ".\n";
   return s;
 }
 
@@ -119,8 +120,10 @@ Status Run(const ReportCliOptions& o) {
   PW_RETURN_IF_ERROR(viz::WriteReportFiles(rep, o.output_dir).WithContext("-o/--output-dir " + o.output_dir));
   int agree = 0, failed = 0;
   for (const viz::ReportCell& c : rep.cells) {
-    if (!c.status.ok()) ++failed;
-    else if (c.closed.bubble_ratio && c.bubble_ratio == *c.closed.bubble_ratio) ++agree;
+    if (!c.status.ok())
+      ++failed;
+    else if (c.closed.bubble_ratio && c.bubble_ratio == *c.closed.bubble_ratio)
+      ++agree;
   }
   std::printf("wrote %zu files to %s (%zu cells, %d failed; %d closed-form bubble ratios agree exactly)\n",
               rep.files.size(), o.output_dir.c_str(), rep.cells.size(), failed, agree);

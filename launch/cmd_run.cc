@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "base/format.h"
 #include "executor/comm/communicator_factory.h"
 #include "executor/comm/launch_env.h"
 #include "executor/comm/mpi_communicator.h"
@@ -12,7 +13,6 @@
 #include "executor/runtime/watchdog.h"
 #include "launch/commands.h"
 #include "launch/flags.h"
-#include "base/format.h"
 
 namespace pw::cli {
 
@@ -31,8 +31,9 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
   // Option checks first, before the launcher and any peer: every rank has the
   // same options, so every rank refuses alike.
   if (!std::isfinite(watchdog_s) || watchdog_s < 0) {
-    return Fail(ctx, "run", Status::InvalidArgument("--watchdog-s " + FormatShort(watchdog_s) +
-                                                    ": must be finite and >= 0 (0 = never)"));
+    return Fail(
+        ctx, "run",
+        Status::InvalidArgument("--watchdog-s " + FormatShort(watchdog_s) + ": must be finite and >= 0 (0 = never)"));
   }
   if (Status st = exec::ValidateRunOptions(options); !st.ok()) return Fail(ctx, "run", st);
   if (comm_kind == "nccl" && options.device != "cuda")
@@ -44,9 +45,10 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
   static exec::WaitBoard board;  // read by the SIGTERM handler: lives for the process
   options.board = &board;
   if (launch->launcher == "torchrun" && comm_kind == "nccl")
-    return Fail(ctx, "run", Status::InvalidArgument("--comm nccl: under torchrun the ranks connect over TCP, "
-                                                    "with no MPI to bootstrap NCCL; launch with launch/mpirun.sh "
-                                                    "or launch/srun.sh"));
+    return Fail(ctx, "run",
+                Status::InvalidArgument("--comm nccl: under torchrun the ranks connect over TCP, "
+                                        "with no MPI to bootstrap NCCL; launch with launch/mpirun.sh "
+                                        "or launch/srun.sh"));
   exec::CommunicatorSpec spec;
   spec.kind = comm_kind;
   spec.watchdog_s = watchdog_s;
@@ -110,9 +112,10 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                   "training data: a text file (bytes are tokens, or --tokenizer), a flat uint16/uint32 token file "
                   "(--token-dtype) or an llm.c token file (header); memory-mapped (docs/DATA.md)")
       ->required();
-  cmd->add_option("--tokenizer", options->tokenizer,
-                  "SentencePiece .model, HF tokenizer.json or a directory holding one: tokenizes text --data and --sample; "
-                  "its vocabulary = model.vocab_size");
+  cmd->add_option(
+      "--tokenizer", options->tokenizer,
+      "SentencePiece .model, HF tokenizer.json or a directory holding one: tokenizes text --data and --sample; "
+      "its vocabulary = model.vocab_size");
   cmd->add_option("--token-dtype", options->token_dtype,
                   "--data is a flat little-endian token array of this type: uint16 or uint32 (an llm.c header "
                   "says it itself)");
@@ -121,25 +124,34 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--steps", options->steps, "optimizer steps")->capture_default_str();
   cmd->add_option("--seed", options->seed, "seed of data order and initial weights")->capture_default_str();
-  cmd->add_option("--lr", options->lr, "AdamW learning rate (>= 0; 0 keeps the weights: loss checks)")->capture_default_str();
-  cmd->add_option("--warmup-steps", options->warmup_steps, "linear warm-up steps, then cosine decay to lr/10 (0 = no warm-up)")
+  cmd->add_option("--lr", options->lr, "AdamW learning rate (>= 0; 0 keeps the weights: loss checks)")
+      ->capture_default_str();
+  cmd->add_option("--warmup-steps", options->warmup_steps,
+                  "linear warm-up steps, then cosine decay to lr/10 (0 = no warm-up)")
       ->capture_default_str();
   cmd->add_option("--adam-beta2", options->beta2, "AdamW beta2, in [0, 1)")->capture_default_str();
   cmd->add_option("--weight-decay", options->weight_decay, "AdamW weight decay (>= 0)")->capture_default_str();
   AddDtypeFlag(cmd, &options->dtype,
-               std::string(kDtypeHelp) + ". Default: the plan's training.dtype, which run trains (fp32 or fp64, "
-               "LibTorch's float32 or float64); given, it must be the plan's");
+               std::string(kDtypeHelp) +
+                   ". Default: the plan's training.dtype, which run trains (fp32 or fp64, "
+                   "LibTorch's float32 or float64); given, it must be the plan's");
   cmd->add_option("--log-every", options->log_every,
                   "print every k-th step and the last (0: about " + std::to_string(exec::kProgressLines) +
                       " lines whatever the run's length)")
       ->capture_default_str();
-  cmd->add_option("--save", options->save_dir, "write the trained model here as a checkpoint (per-layer files + manifest.json; what generate, export and --resume read)");
+  cmd->add_option("--save", options->save_dir,
+                  "write the trained model here as a checkpoint (per-layer files + manifest.json; what generate, "
+                  "export and --resume read)");
   cmd->add_option("--sample", options->sample_tokens, "after training, print this many sampled tokens (0 = none)");
   cmd->add_option("--prompt", options->sample_prompt, "prompt of --sample");
   cmd->add_option("--temperature", options->temperature, "sampling temperature (> 0)")->capture_default_str();
-  cmd->add_option("--checkpoint-dir", options->checkpoint_dir, "root of step_<n>/ checkpoints (per-layer files + manifest)");
-  cmd->add_option("--checkpoint-every", options->checkpoint_every, "save a checkpoint after every N-th step (0: once after the last step, when --checkpoint-dir is given)");
-  cmd->add_option("--resume", options->resume, "continue from a step_<n> checkpoint directory, or the latest in a root");
+  cmd->add_option("--checkpoint-dir", options->checkpoint_dir,
+                  "root of step_<n>/ checkpoints (per-layer files + manifest)");
+  cmd->add_option(
+      "--checkpoint-every", options->checkpoint_every,
+      "save a checkpoint after every N-th step (0: once after the last step, when --checkpoint-dir is given)");
+  cmd->add_option("--resume", options->resume,
+                  "continue from a step_<n> checkpoint directory, or the latest in a root");
   cmd->add_option("--init-from", options->init_from,
                   "start from a Hugging Face model directory (config.json + safetensors) of the plan's model");
   cmd->add_option("--clip-grad-norm", options->clip_grad_norm,
@@ -155,18 +167,16 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                   "mpi (host messages; MPI-staged with --device cuda) or nccl (GPU messages, one GPU per rank)")
       ->check(CLI::IsMember({"mpi", "nccl"}))
       ->capture_default_str();
-  cmd->add_option("--watchdog-s", *watchdog_s,
-                  "a rank blocked this long on a peer (message, barrier) exits non-zero naming what it waited on; 0 = never")
+  cmd->add_option(
+         "--watchdog-s", *watchdog_s,
+         "a rank blocked this long on a peer (message, barrier) exits non-zero naming what it waited on; 0 = never")
       ->capture_default_str();
-  cmd->add_option("--fault-rank", options->fault_rank, "TEST ONLY: this rank kills/stops itself mid-step")
-      ->group("");
+  cmd->add_option("--fault-rank", options->fault_rank, "TEST ONLY: this rank kills/stops itself mid-step")->group("");
   cmd->add_option("--fault-step", options->fault_step, "TEST ONLY: step of --fault-rank")->group("");
   cmd->add_option("--fault-kind", options->fault_kind, "TEST ONLY: kill (SIGKILL) or hang (SIGSTOP)")
       ->check(CLI::IsMember({"kill", "hang"}))
       ->group("");
-  cmd->callback([options, watchdog_s, comm_kind, &ctx] {
-    RunRun(*options, *watchdog_s, *comm_kind, ctx);
-  });
+  cmd->callback([options, watchdog_s, comm_kind, &ctx] { RunRun(*options, *watchdog_s, *comm_kind, ctx); });
 }
 
 }  // namespace pw::cli

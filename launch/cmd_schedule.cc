@@ -5,16 +5,16 @@
 #include <cstdio>
 #include <sstream>
 
-#include "launch/commands.h"
-#include "launch/flags.h"
 #include "base/file_io.h"
 #include "base/format.h"
+#include "launch/commands.h"
+#include "launch/flags.h"
 #include "launch/summary.h"
+#include "plan/plan.h"
 #include "planner/optimal_milp.h"
-#include "schedules/pipeline.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"
-#include "plan/plan.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
@@ -78,9 +78,10 @@ Status Run(const ScheduleOptions& o) {
     limit_bytes = static_cast<int64_t>(std::floor(limit));
     // Below one byte no order fits; say so instead of "over --memory-limit 0".
     if (*limit_bytes < 1)
-      return Status::InvalidArgument("--memory-limit " + FormatShort(o.memory_limit) + " activations x --activation-bytes " +
-                                     std::to_string(o.activation_bytes) + " = " + FormatShort(limit) +
-                                     " bytes, below one byte: give at least one activation (or raise --activation-bytes)");
+      return Status::InvalidArgument(
+          "--memory-limit " + FormatShort(o.memory_limit) + " activations x --activation-bytes " +
+          std::to_string(o.activation_bytes) + " = " + FormatShort(limit) +
+          " bytes, below one byte: give at least one activation (or raise --activation-bytes)");
     req.memory_limit = limit;
   }
   // GenerateSchedule refuses an order over the limit (in bytes: --memory-limit
@@ -98,7 +99,9 @@ Status Run(const ScheduleOptions& o) {
                   "optimal: objective %.9g s, simulated makespan %.9g s, best bound %.9g s, gap %.4g%% (%s); "
                   "%.2f s in CBC, %d order variables; warm start %s %.9g s\n",
                   res.objective_s, res.makespan_s, res.bound_s, 100 * res.gap,
-                  res.proven_optimal ? "proven optimal" : res.time_limit_reached ? "time limit reached" : "not proven",
+                  res.proven_optimal       ? "proven optimal"
+                  : res.time_limit_reached ? "time limit reached"
+                                           : "not proven",
                   res.solve_s, res.num_binaries, res.warm_start_schedule.c_str(), res.warm_start_makespan_s);
     solver_note = buf;
     run = SimulateOrder(res.program, req.costs, &failure);
@@ -121,13 +124,16 @@ Status Run(const ScheduleOptions& o) {
     text = ScheduleToCsv(o.csv_format == "compute_comms" ? lowered : compute,
                          o.csv_format == "compute_comms" ? CsvFormat::kComputeComms : CsvFormat::kComputeOnly);
   } else {
-    text = FormatSummary(info.display_name, lowered, sim, o.activation_bytes, "activations") + "\n" + FormatGrid(lowered);
+    text =
+        FormatSummary(info.display_name, lowered, sim, o.activation_bytes, "activations") + "\n" + FormatGrid(lowered);
   }
   // The solver's figures: on stdout with the ascii summary, else on stderr
   // (stdout holds the plan or CSV).
   if (!solver_note.empty()) {
-    if (o.format == "ascii" && (o.output.empty() || o.output == "-")) text = solver_note + text;
-    else std::fputs(solver_note.c_str(), stderr);
+    if (o.format == "ascii" && (o.output.empty() || o.output == "-"))
+      text = solver_note + text;
+    else
+      std::fputs(solver_note.c_str(), stderr);
   }
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);

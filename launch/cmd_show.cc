@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "launch/commands.h"
 #include "base/file_io.h"
+#include "launch/commands.h"
 #include "launch/summary.h"
 #include "plan/plan.h"
 #include "schedules/csv.h"
@@ -30,7 +30,7 @@ struct ShowOptions {
   std::string output;
   std::string plan;  // diff against this plan's simulation
   std::string color = "auto";
-  int width = 0;     // --width; unset: $COLUMNS or 120
+  int width = 0;  // --width; unset: $COLUMNS or 120
   bool width_given = false;
   std::string costs = "1,1,1";
   std::string window = "auto";
@@ -53,8 +53,8 @@ Status Run(const ShowOptions& o) {
     const char* cols = std::getenv("COLUMNS");
     width = cols && std::atoi(cols) >= 40 ? std::atoi(cols) : 120;
   }
-  bool color = o.color == "always" || (o.color == "auto" && to_stdout && isatty(fileno(stdout)) &&
-                                       std::getenv("NO_COLOR") == nullptr);
+  bool color = o.color == "always" ||
+               (o.color == "auto" && to_stdout && isatty(fileno(stdout)) && std::getenv("NO_COLOR") == nullptr);
   std::string text;
   if (!o.plan.empty()) {
     if (in.kind != viz::InputKind::kTrace)
@@ -66,12 +66,10 @@ Status Run(const ShowOptions& o) {
       std::fprintf(stderr, "pipewright show: note: the trace was recorded for plan %s, --plan %s hashes to %s\n",
                    in.plan_hash.c_str(), o.plan.c_str(), PlanHash(plan).c_str());
     StatusOr<viz::TimelineDiff> diff = viz::DiffTimelines(in.timeline, sim);
-    if (!diff.ok())
-      return Status::InvalidArgument(o.input + " vs --plan " + o.plan + ": " + diff.status().message());
+    if (!diff.ok()) return Status::InvalidArgument(o.input + " vs --plan " + o.plan + ": " + diff.status().message());
     if (o.format == "ascii") {
       viz::AsciiOptions ao{width, color, o.window == "auto"};
-      text = viz::RenderAscii(in.timeline, ao) + "\n" + viz::RenderAscii(sim, ao) + "\n" +
-             viz::RenderDiffText(*diff);
+      text = viz::RenderAscii(in.timeline, ao) + "\n" + viz::RenderAscii(sim, ao) + "\n" + viz::RenderDiffText(*diff);
     } else if (o.format == "html") {
       text = viz::RenderDiffHtml(in.timeline, sim, *diff);
     } else {

@@ -36,7 +36,9 @@ Status RunTokenize(const TokenizeOptions& o) {
 void RegisterTokenizeCommand(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", kTokenizeDescription);
-  cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece .model, Hugging Face tokenizer.json, or a directory holding tokenizer.json")->required();
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "SentencePiece .model, Hugging Face tokenizer.json, or a directory holding tokenizer.json")
+      ->required();
   cmd->add_option("--data", o->data, "text file, or JSON Lines with --text-field (read in 1 MiB pieces)")->required();
   cmd->add_option("--text-field", o->text_field,
                   "--data is JSON Lines: one JSON object a line, this string member is a document; documents are "

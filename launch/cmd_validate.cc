@@ -5,13 +5,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "launch/commands.h"
 #include "base/format.h"
+#include "launch/commands.h"
 #include "launch/summary.h"
-#include "schedules/pipeline.h"
+#include "plan/plan.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"
-#include "plan/plan.h"
+#include "schedules/pipeline.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
 
@@ -40,10 +40,11 @@ Status ValidatePlanFile(const ValidateOptions& o, const std::string& text) {
   if (!Close(sim.makespan_s, plan.predicted.makespan_s))
     mismatch += " makespan_s " + std::to_string(plan.predicted.makespan_s) + " vs " + std::to_string(sim.makespan_s);
   if (!Close(sim.steady_step_s, plan.predicted.steady_step_s))
-    mismatch += " steady_step_s " + std::to_string(plan.predicted.steady_step_s) + " vs " +
-                std::to_string(sim.steady_step_s);
+    mismatch +=
+        " steady_step_s " + std::to_string(plan.predicted.steady_step_s) + " vs " + std::to_string(sim.steady_step_s);
   if (!Close(sim.bubble_ratio, plan.predicted.bubble_ratio))
-    mismatch += " bubble_ratio " + std::to_string(plan.predicted.bubble_ratio) + " vs " + std::to_string(sim.bubble_ratio);
+    mismatch +=
+        " bubble_ratio " + std::to_string(plan.predicted.bubble_ratio) + " vs " + std::to_string(sim.bubble_ratio);
   for (const auto& pr : plan.predicted.per_rank) {
     if (pr.rank < 0 || pr.rank >= plan.pp_size) continue;
     if (!Close(sim.per_rank[pr.rank].busy_s, pr.busy_s))
@@ -54,14 +55,14 @@ Status ValidatePlanFile(const ValidateOptions& o, const std::string& text) {
                   " vs " + std::to_string(sim.per_rank[pr.rank].peak_memory_bytes);
   }
   if (!mismatch.empty())
-    return Status::InvalidArgument(o.file + ": predicted does not match the simulation (file vs simulated):" +
-                                   mismatch);
+    return Status::InvalidArgument(o.file +
+                                   ": predicted does not match the simulation (file vs simulated):" + mismatch);
   if (plan.memory_limit_bytes)
     for (int r = 0; r < plan.pp_size; ++r)
       if (sim.per_rank[r].peak_memory_bytes > *plan.memory_limit_bytes)
         return Status::Infeasible(o.file + ": rank " + std::to_string(r) + " peaks at " +
-                                  std::to_string(sim.per_rank[r].peak_memory_bytes) + " bytes, over memory_limit_bytes " +
-                                  std::to_string(*plan.memory_limit_bytes));
+                                  std::to_string(sim.per_rank[r].peak_memory_bytes) +
+                                  " bytes, over memory_limit_bytes " + std::to_string(*plan.memory_limit_bytes));
   std::string out = FormatSummary(plan.schedule, program, sim);
   std::fputs(out.c_str(), stdout);
   if (!rv.ok()) {
@@ -93,7 +94,8 @@ Status ValidateCsvFile(const ValidateOptions& o, const std::string& text) {
   PipelineFailure failure;
   StatusOr<PipelineResult> run = SimulateOrder(program, unit, &failure);
   if (!run.ok())
-    return run.status().WithContext(o.file + (failure.step == PipelineStep::kValidateLowered ? " (after lowering)" : ""));
+    return run.status().WithContext(o.file +
+                                    (failure.step == PipelineStep::kValidateLowered ? " (after lowering)" : ""));
   const Program& lowered = run->lowered;
   const SimResult& sim = run->sim;
   std::printf("%s: %s CSV, unit costs (F = I = W = 1 s, B = 2 s)\n", o.file.c_str(),

@@ -1,8 +1,8 @@
 // What both CLI binaries share (launch/commands.h): error reporting and the
 // parse-and-run step of main().
-#include <cstdio>
-
 #include "launch/commands.h"
+
+#include <cstdio>
 
 #include "base/printable.h"
 
@@ -14,9 +14,15 @@ void Fail(CommandContext& ctx, const std::string& command, const Status& status)
   std::fprintf(stderr, "pipewright %s: %s\n", command.c_str(), EscapeForTerminal(status.ToString(), 1 << 20).c_str());
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound: ctx.exit_code = 2; break;
-    case StatusCode::kInfeasible: ctx.exit_code = 3; break;
-    default: ctx.exit_code = 1; break;
+    case StatusCode::kNotFound:
+      ctx.exit_code = 2;
+      break;
+    case StatusCode::kInfeasible:
+      ctx.exit_code = 3;
+      break;
+    default:
+      ctx.exit_code = 1;
+      break;
   }
 }
 

@@ -11,9 +11,8 @@
 //                    only), installed beside pipewright.
 #pragma once
 
-#include <utility>
-
 #include <CLI/CLI.hpp>
+#include <utility>
 
 #include "base/status.h"
 
@@ -33,38 +32,42 @@ void Fail(CommandContext& ctx, const std::string& command, const Status& status)
 // that does not parse or is not allowed) like every other bad input.
 int ParseAndRun(CLI::App& app, CommandContext& ctx, int argc, char** argv);
 
-void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx);  // cmd_schedule.cc
-void RegisterValidateCommand(CLI::App& app, CommandContext& ctx);  // cmd_validate.cc
-void RegisterPlanCommand(CLI::App& app, CommandContext& ctx);      // cmd_plan.cc
-void RegisterShowCommand(CLI::App& app, CommandContext& ctx);      // cmd_show.cc
-void RegisterReportCommand(CLI::App& app, CommandContext& ctx);    // cmd_report.cc
-void RegisterK8sCommand(CLI::App& app, CommandContext& ctx);       // cmd_k8s.cc
+void RegisterScheduleCommand(CLI::App& app, CommandContext& ctx);      // cmd_schedule.cc
+void RegisterValidateCommand(CLI::App& app, CommandContext& ctx);      // cmd_validate.cc
+void RegisterPlanCommand(CLI::App& app, CommandContext& ctx);          // cmd_plan.cc
+void RegisterShowCommand(CLI::App& app, CommandContext& ctx);          // cmd_show.cc
+void RegisterReportCommand(CLI::App& app, CommandContext& ctx);        // cmd_report.cc
+void RegisterK8sCommand(CLI::App& app, CommandContext& ctx);           // cmd_k8s.cc
 void RegisterLaunchConfigCommand(CLI::App& app, CommandContext& ctx);  // cmd_launch_config.cc
-void RegisterElasticCommand(CLI::App& app, CommandContext& ctx);   // cmd_elastic.cc
-void RegisterRunCommand(CLI::App& app, CommandContext& ctx);       // cmd_run.cc (pipewright-exec)
-void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx);  // cmd_generate.cc (pipewright-exec)
-void RegisterProfileCommand(CLI::App& app, CommandContext& ctx);   // cmd_profile.cc (pipewright-exec)
-void RegisterExportCommand(CLI::App& app, CommandContext& ctx);    // cmd_export.cc (pipewright-exec)
-void RegisterTokenizeCommand(CLI::App& app, CommandContext& ctx);  // cmd_tokenize.cc (pipewright-exec)
+void RegisterElasticCommand(CLI::App& app, CommandContext& ctx);       // cmd_elastic.cc
+void RegisterRunCommand(CLI::App& app, CommandContext& ctx);           // cmd_run.cc (pipewright-exec)
+void RegisterGenerateCommand(CLI::App& app, CommandContext& ctx);      // cmd_generate.cc (pipewright-exec)
+void RegisterProfileCommand(CLI::App& app, CommandContext& ctx);       // cmd_profile.cc (pipewright-exec)
+void RegisterExportCommand(CLI::App& app, CommandContext& ctx);        // cmd_export.cc (pipewright-exec)
+void RegisterTokenizeCommand(CLI::App& app, CommandContext& ctx);      // cmd_tokenize.cc (pipewright-exec)
 
 // One-line descriptions of the executor commands: `pipewright --help` lists
 // them (without linking their code) and pipewright-exec registers them.
 inline constexpr char kRunDescription[] = "train by replaying a plan (launch with mpirun -np <pp_size x dp_size>)";
-inline constexpr char kGenerateDescription[] = "sample text from a checkpoint (`pipewright run --save` or --checkpoint-dir)";
+inline constexpr char kGenerateDescription[] =
+    "sample text from a checkpoint (`pipewright run --save` or --checkpoint-dir)";
 inline constexpr char kTokenizeDescription[] =
     "tokenize a text or JSON Lines file (SentencePiece .model or HF tokenizer.json) into an llm.c token file for "
     "`run --data`";
 inline constexpr char kExportDescription[] =
-    "write a checkpoint (`pipewright run --save` or --checkpoint-dir) as a Hugging Face directory (config.json + safetensors)";
+    "write a checkpoint (`pipewright run --save` or --checkpoint-dir) as a Hugging Face directory (config.json + "
+    "safetensors)";
 inline constexpr char kProfileDescription[] =
     "measure layer F/I/W/B times and bytes (and P2P under mpirun -np 2); fit and write a profile";
 
 // The subcommands pipewright-exec runs, each with its description: the one
 // list that IsExecutorCommand, RegisterExecutorDispatch and `pipewright
 // --help` read.
-inline constexpr std::pair<const char*, const char*> kExecutorCommands[] = {
-    {"run", kRunDescription},           {"generate", kGenerateDescription}, {"profile", kProfileDescription},
-    {"export", kExportDescription},     {"tokenize", kTokenizeDescription}};
+inline constexpr std::pair<const char*, const char*> kExecutorCommands[] = {{"run", kRunDescription},
+                                                                            {"generate", kGenerateDescription},
+                                                                            {"profile", kProfileDescription},
+                                                                            {"export", kExportDescription},
+                                                                            {"tokenize", kTokenizeDescription}};
 
 // True for the subcommands pipewright-exec runs (kExecutorCommands).
 bool IsExecutorCommand(const std::string& name);

@@ -63,8 +63,8 @@ int ExecExecutor(const std::string& command, char** argv) {
                  command.c_str(), path.c_str(), source.c_str());
     return 2;
   }
-  std::fprintf(stderr, "pipewright %s: cannot execute the executor binary %s%s: %s\n", command.c_str(),
-               path.c_str(), source.c_str(), std::strerror(err));
+  std::fprintf(stderr, "pipewright %s: cannot execute the executor binary %s%s: %s\n", command.c_str(), path.c_str(),
+               source.c_str(), std::strerror(err));
   return 1;
 }
 

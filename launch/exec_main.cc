@@ -5,8 +5,10 @@
 #include "launch/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"pipewright-exec: the executor commands of pipewright (started by `pipewright run|generate|profile|export|tokenize`)",
-               "pipewright"};
+  CLI::App app{
+      "pipewright-exec: the executor commands of pipewright (started by `pipewright "
+      "run|generate|profile|export|tokenize`)",
+      "pipewright"};
   app.require_subcommand(1);
   pw::cli::CommandContext ctx;
   pw::cli::RegisterRunCommand(app, ctx);

@@ -27,8 +27,8 @@ CLI::Option* AddDtypeFlag(CLI::App* cmd, std::string* dtype, const std::string& 
           [command](std::string value) -> std::string {
             const std::string canonical = CanonicalDtype(value);
             if (canonical.empty())
-              throw CLI::ValidationError("'" + value +
-                                         "' is not a dtype: give bf16, fp32 or fp64 (docs/PLAN_FORMAT.md, training.dtype)");
+              throw CLI::ValidationError(
+                  "'" + value + "' is not a dtype: give bf16, fp32 or fp64 (docs/PLAN_FORMAT.md, training.dtype)");
             if (canonical != value)
               std::fprintf(stderr, "pipewright %s: note: --dtype %s is read as %s (the plan format's name)\n",
                            command.c_str(), value.c_str(), canonical.c_str());

@@ -4,9 +4,8 @@
 // command reads.
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace pw::cli {
 

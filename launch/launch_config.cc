@@ -60,11 +60,11 @@ std::string Real(double v) {
 struct Shape {
   int pp = 1;
   int dp = 1;
-  int v = 1;                       // stages per rank
-  int m = 1;                       // microbatches
-  int64_t micro_batch = 1;         // b
-  int64_t local_batch = 1;         // per data-parallel rank: m * b
-  int64_t global_batch = 1;        // D * local_batch
+  int v = 1;                                        // stages per rank
+  int m = 1;                                        // microbatches
+  int64_t micro_batch = 1;                          // b
+  int64_t local_batch = 1;                          // per data-parallel rank: m * b
+  int64_t global_batch = 1;                         // D * local_batch
   std::vector<std::vector<LayerKind>> stage_kinds;  // the kinds of each stage's layers, in order
   std::vector<std::vector<int>> stage_blocks;       // block indices (0-based) of each stage
 };
@@ -82,12 +82,11 @@ StatusOr<Shape> ReadShape(const Plan& plan, const std::string& src, const std::s
   s.dp = plan.dp_size;
   s.m = plan.num_microbatches;
   if (plan.num_stages % plan.pp_size != 0)
-    return Status::InvalidArgument(src + ": num_stages: " + Num(plan.num_stages) + " stages on " +
-                                   Num(plan.pp_size) + " ranks is not a whole number of stages per rank; " + target +
+    return Status::InvalidArgument(src + ": num_stages: " + Num(plan.num_stages) + " stages on " + Num(plan.pp_size) +
+                                   " ranks is not a whole number of stages per rank; " + target +
                                    " gives every rank the same number");
   s.v = plan.num_stages / plan.pp_size;
-  if (t.microbatch_sizes.empty())
-    return Status::InvalidArgument(src + ": training.microbatch_sizes: empty");
+  if (t.microbatch_sizes.empty()) return Status::InvalidArgument(src + ": training.microbatch_sizes: empty");
   for (int64_t mb : t.microbatch_sizes)
     if (mb != t.microbatch_sizes.front())
       return Status::InvalidArgument(src + ": training.microbatch_sizes: " + target +
@@ -98,7 +97,8 @@ StatusOr<Shape> ReadShape(const Plan& plan, const std::string& src, const std::s
   s.local_batch = s.micro_batch * static_cast<int64_t>(t.microbatch_sizes.size());
   s.global_batch = s.local_batch * s.dp;
   if (t.precision == Precision::kFp64)
-    return Status::InvalidArgument(src + ": training.dtype: " + target + " does not train in fp64; plan with bf16 or fp32");
+    return Status::InvalidArgument(src + ": training.dtype: " + target +
+                                   " does not train in fp64; plan with bf16 or fp32");
   for (const PlanStage& st : plan.stages) {
     std::vector<LayerKind> kinds;
     std::vector<int> blocks;
@@ -238,8 +238,9 @@ StatusOr<LaunchConfig> WriteTorchtitan(const Plan& plan, const std::string& src,
   const bool loop = plan.stage_to_rank == MakeStageToRank(Placement::kLoop, s.pp, s.v);
   const bool vee = s.v == 2 && plan.stage_to_rank == MakeStageToRank(Placement::kV, s.pp, s.v);
   if (!loop && !vee)
-    return Status::InvalidArgument(src + ": stage_to_rank: torchtitan places stages in loop order (stage s on rank s % " +
-                                   Num(s.pp) + ") or in V order with 2 stages per rank; this plan's placement is neither");
+    return Status::InvalidArgument(
+        src + ": stage_to_rank: torchtitan places stages in loop order (stage s on rank s % " + Num(s.pp) +
+        ") or in V order with 2 stages per rank; this plan's placement is neither");
   const char* class_name = nullptr;
   for (const TorchtitanSchedule& n : kTorchtitanNamed)
     if (plan.schedule == n.plan_name) class_name = n.class_name;
@@ -290,25 +291,33 @@ StatusOr<LaunchConfig> WriteTorchtitan(const Plan& plan, const std::string& src,
   out.lines.push_back({"--training.local_batch_size", Num(s.local_batch)});
   out.lines.push_back({"--training.global_batch_size", Num(s.global_batch)});
   out.lines.push_back({"--training.seq_len", Num(t.seq_length)});
-  out.lines.push_back({"--training.mixed_precision_param", t.precision == Precision::kMixedBf16 ? "bfloat16" : "float32"});
+  out.lines.push_back(
+      {"--training.mixed_precision_param", t.precision == Precision::kMixedBf16 ? "bfloat16" : "float32"});
   if (t.clip_grad_norm > 0) out.lines.push_back({"--training.max_norm", Real(t.clip_grad_norm)});
   // Trainer.Config refuses pipeline parallelism with CUDA graphs on.
   if (s.pp > 1) out.lines.push_back({"--training.disable_cuda_graphs"});
-  const char* ac = t.recompute == Recompute::kFull ? "full" : t.recompute == Recompute::kSelective ? "selective" : "none";
+  const char* ac = t.recompute == Recompute::kFull        ? "full"
+                   : t.recompute == Recompute::kSelective ? "selective"
+                                                          : "none";
   out.lines.push_back({std::string("activation_checkpoint:") + ac});  // a tyro subcommand: last
 
   if (fsdp)
-    out.notes.push_back("torchtitan has no ZeRO-1: training.distributed_optimizer is written as FSDP "
-                        "(data_parallel_shard_degree " + Num(s.dp) + "), which also shards parameters and gradients");
+    out.notes.push_back(
+        "torchtitan has no ZeRO-1: training.distributed_optimizer is written as FSDP "
+        "(data_parallel_shard_degree " +
+        Num(s.dp) + "), which also shards parameters and gradients");
   if (t.precision == Precision::kMixedBf16 && !(fsdp && s.dp > 1))
-    out.notes.push_back("torchtitan applies mixed_precision_param through FSDP (or autocast without other "
-                        "parallelism): with pipeline parallelism and no FSDP it trains in float32");
+    out.notes.push_back(
+        "torchtitan applies mixed_precision_param through FSDP (or autocast without other "
+        "parallelism): with pipeline parallelism and no FSDP it trains in float32");
   if (t.clip_grad_norm <= 0)
-    out.notes.push_back("the plan does not clip; torchtitan always clips by the global norm "
-                        "(training.max_norm, 1.0 unless the config says otherwise)");
+    out.notes.push_back(
+        "the plan does not clip; torchtitan always clips by the global norm "
+        "(training.max_norm, 1.0 unless the config says otherwise)");
   if (t.recompute == Recompute::kSelective)
-    out.notes.push_back("torchtitan's selective checkpointing is per operator (saves matmul outputs), "
-                        "not the plan's attention-core recomputation: memory differs");
+    out.notes.push_back(
+        "torchtitan's selective checkpointing is per operator (saves matmul outputs), "
+        "not the plan's attention-core recomputation: memory differs");
   if (!csv)
     out.notes.push_back("torchtitan runs its own " + std::string(class_name) +
                         " order, not the plan's lists (same family, stages and microbatches)");
@@ -327,12 +336,16 @@ StatusOr<LaunchConfig> WriteMegatron(const Plan& plan, const std::string& src, c
                                    Num(s.pp) + "; this plan's placement differs");
   if (s.v > 1) {
     if (s.pp < 2)
-      return Status::InvalidArgument(src + ": pp_size: Megatron-LM interleaves only with pipeline-model-parallel "
-                                     "size > 1; this plan has " + Num(s.v) + " stages on 1 rank");
+      return Status::InvalidArgument(src +
+                                     ": pp_size: Megatron-LM interleaves only with pipeline-model-parallel "
+                                     "size > 1; this plan has " +
+                                     Num(s.v) + " stages on 1 rank");
     if (s.m < s.pp || s.m % s.pp != 0)
-      return Status::InvalidArgument(src + ": num_microbatches: Megatron-LM's interleaved schedule runs a multiple "
-                                     "of pipeline-model-parallel-size (" + Num(s.pp) + ") microbatches, at least " +
-                                     Num(s.pp) + "; this plan has " + Num(s.m));
+      return Status::InvalidArgument(src +
+                                     ": num_microbatches: Megatron-LM's interleaved schedule runs a multiple "
+                                     "of pipeline-model-parallel-size (" +
+                                     Num(s.pp) + ") microbatches, at least " + Num(s.pp) + "; this plan has " +
+                                     Num(s.m));
   }
   const ModelConfig& model = *plan.model;
   const PlanTraining& t = *plan.training;
@@ -357,7 +370,8 @@ StatusOr<LaunchConfig> WriteMegatron(const Plan& plan, const std::string& src, c
       out.lines.push_back({"--decoder-last-pipeline-num-layers", Num(counts.back())});
       done = true;
     } else if (middle_equal && counts[1] > 0) {
-      if (counts.front() != counts[1]) out.lines.push_back({"--decoder-first-pipeline-num-layers", Num(counts.front())});
+      if (counts.front() != counts[1])
+        out.lines.push_back({"--decoder-first-pipeline-num-layers", Num(counts.front())});
       if (counts.back() != counts[1]) out.lines.push_back({"--decoder-last-pipeline-num-layers", Num(counts.back())});
       done = true;
     }
@@ -366,7 +380,8 @@ StatusOr<LaunchConfig> WriteMegatron(const Plan& plan, const std::string& src, c
     std::string layout;
     for (int st = 0; st < S; ++st) {
       if (st) layout += "|";
-      for (LayerKind k : s.stage_kinds[st]) layout += k == LayerKind::kEmbedding ? "E" : k == LayerKind::kBlock ? "t" : "L";
+      for (LayerKind k : s.stage_kinds[st])
+        layout += k == LayerKind::kEmbedding ? "E" : k == LayerKind::kBlock ? "t" : "L";
     }
     out.lines.push_back({"--pipeline-model-parallel-layout", layout});
   }
@@ -395,8 +410,8 @@ StatusOr<LaunchConfig> WriteMegatron(const Plan& plan, const std::string& src, c
   out.lines.push_back({"--clip-grad", Real(t.clip_grad_norm)});
   out.notes.push_back("Megatron-LM runs its own " + std::string(s.v > 1 ? "interleaved 1F1B" : "1F1B") +
                       " order over the same split and microbatches, not the plan's lists; its data-parallel size is "
-                      "world size / (tensor x pipeline) = " + Num(s.dp) + " when launched on " +
-                      Num(s.pp * s.dp * plan.tp_size) + " GPUs");
+                      "world size / (tensor x pipeline) = " +
+                      Num(s.dp) + " when launched on " + Num(s.pp * s.dp * plan.tp_size) + " GPUs");
   return out;
 }
 

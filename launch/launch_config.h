@@ -40,19 +40,18 @@ using ArgLine = std::vector<std::string>;
 
 // What a writer produced.
 struct LaunchConfig {
-  std::vector<ArgLine> lines;        // in the order the trainer needs them
-  std::string csv;                   // non-empty: a compute-only PyTorch CSV to write at schedule_csv_path
-  std::vector<std::string> notes;    // what the arguments do not carry exactly (printed as "note: ...")
+  std::vector<ArgLine> lines;      // in the order the trainer needs them
+  std::string csv;                 // non-empty: a compute-only PyTorch CSV to write at schedule_csv_path
+  std::vector<std::string> notes;  // what the arguments do not carry exactly (printed as "note: ...")
 };
 
 // A target trainer: name, the plan schedule families (docs/PLAN_FORMAT.md
 // `schedule`) it can run, and its writer.
 struct LaunchTarget {
-  std::string name;                  // "torchtitan", "megatron"
-  std::string display_name;          // "torchtitan 0.3", "Megatron-LM (megatron-core >= 0.13)"
+  std::string name;                    // "torchtitan", "megatron"
+  std::string display_name;            // "torchtitan 0.3", "Megatron-LM (megatron-core >= 0.13)"
   std::vector<std::string> schedules;  // canonical plan schedule names accepted
-  StatusOr<LaunchConfig> (*write)(const Plan& plan, const std::string& plan_source,
-                                  const LaunchConfigOptions& options);
+  StatusOr<LaunchConfig> (*write)(const Plan& plan, const std::string& plan_source, const LaunchConfigOptions& options);
 };
 
 // Every target, in a fixed order.

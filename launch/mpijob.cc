@@ -52,9 +52,7 @@ void KeyStr(YAML::Emitter& e, const char* key, const std::string& value) {
   Str(e, value);
 }
 
-void KeyInt(YAML::Emitter& e, const char* key, int64_t value) {
-  e << YAML::Key << key << YAML::Value << value;
-}
+void KeyInt(YAML::Emitter& e, const char* key, int64_t value) { e << YAML::Key << key << YAML::Value << value; }
 
 void StrSeq(YAML::Emitter& e, const char* key, const std::vector<std::string>& values) {
   e << YAML::Key << key << YAML::Value << YAML::BeginSeq;
@@ -164,8 +162,7 @@ void ReplicaSpec(YAML::Emitter& e, const char* type, int replicas, const MpiJobO
   e << YAML::EndMap;  // replica spec
 }
 
-std::string ConfigMapDoc(const std::string& plan_text, const MpiJobOptions& o, const std::string& job,
-                         bool quoted) {
+std::string ConfigMapDoc(const std::string& plan_text, const MpiJobOptions& o, const std::string& job, bool quoted) {
   YAML::Emitter e;
   e << YAML::BeginMap;
   KeyStr(e, "apiVersion", "v1");
@@ -195,9 +192,9 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
   Metadata(e, job, o, job);
   e << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
   KeyStr(e, "pipewright/plan-hash", l.plan_hash);
-  KeyStr(e, "pipewright/grid", (l.tp_size > 1 ? "tp_size=" + std::to_string(l.tp_size) + " " : std::string()) +
-                                   "pp_size=" + std::to_string(l.pp_size) + " dp_size=" + std::to_string(l.dp_size) +
-                                   " ranks=" + std::to_string(l.ranks));
+  KeyStr(e, "pipewright/grid",
+         (l.tp_size > 1 ? "tp_size=" + std::to_string(l.tp_size) + " " : std::string()) + "pp_size=" +
+             std::to_string(l.pp_size) + " dp_size=" + std::to_string(l.dp_size) + " ranks=" + std::to_string(l.ranks));
   e << YAML::EndMap;
   e << YAML::EndMap;  // metadata
 
@@ -217,10 +214,12 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
   // The launcher: mpirun over the operator's hostfile (it sets
   // OMPI_MCA_orte_default_hostfile), ranks by slot: worker k runs the
   // consecutive global ranks [k*G, (k+1)*G).
-  std::vector<std::string> args = {"-np",       std::to_string(l.ranks), "--bind-to", "none", "--map-by",
-                                   "slot",      "-x",                    "OMP_NUM_THREADS=1",
-                                   o.binary,    "run",                   "--plan",
-                                   std::string(kPlanMountDir) + "/" + kPlanFileName};
+  std::vector<std::string> args = {"-np",       std::to_string(l.ranks),
+                                   "--bind-to", "none",
+                                   "--map-by",  "slot",
+                                   "-x",        "OMP_NUM_THREADS=1",
+                                   o.binary,    "run",
+                                   "--plan",    std::string(kPlanMountDir) + "/" + kPlanFileName};
   if (!HasFlag(o.run_args, "--device")) {
     args.push_back("--device");
     args.push_back("cuda");
@@ -327,7 +326,8 @@ StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::strin
   }
   if (HasFlag(o.run_args, "--plan"))
     return Status::InvalidArgument(std::string("run arguments: --plan is set by pipewright k8s (the plan is mounted "
-                                               "at ") + kPlanMountDir + "/" + kPlanFileName + " from a ConfigMap)");
+                                               "at ") +
+                                   kPlanMountDir + "/" + kPlanFileName + " from a ConfigMap)");
   if (!HasFlag(o.run_args, "--data"))
     return Status::InvalidArgument(
         "run arguments: `pipewright run` needs --data FILE (a path inside the image or a mounted volume): "
@@ -341,7 +341,8 @@ StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::strin
   // cluster allocates GPUs for it: a schedule-only plan, or one that does not
   // validate (the checks of `pipewright validate`; rendezvous is not required).
   if (!plan.model || !plan.training)
-    return Status::InvalidArgument(plan_source + ": a schedule-only plan (no model or training section): "
+    return Status::InvalidArgument(plan_source +
+                                   ": a schedule-only plan (no model or training section): "
                                    "`pipewright run` needs a plan from `pipewright plan`");
   ValidateOptions validate;
   validate.rendezvous = false;

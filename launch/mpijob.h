@@ -33,12 +33,12 @@ inline constexpr int kMaxGpusPerNode = 256;
 inline constexpr int64_t kMaxRanks = int64_t{1} << 20;
 
 struct MpiJobOptions {
-  std::string image;               // container image with pipewright, Open MPI and sshd (required)
-  int gpus_per_node = 1;           // G: slotsPerWorker and nvidia.com/gpu per Worker pod, >= 1
+  std::string image;                  // container image with pipewright, Open MPI and sshd (required)
+  int gpus_per_node = 1;              // G: slotsPerWorker and nvidia.com/gpu per Worker pod, >= 1
   std::string scheduler = "default";  // "volcano" (schedulerName: volcano) or "default" (kube-scheduler)
-  std::string queue;               // Volcano queue (schedulingPolicy.queue); only with scheduler volcano
-  std::string name_space;          // metadata.namespace; empty: none written (kubectl's current namespace)
-  std::string job_name;            // metadata.name; empty: "pipewright-" + the first 8 hex digits of the plan hash
+  std::string queue;                  // Volcano queue (schedulingPolicy.queue); only with scheduler volcano
+  std::string name_space;             // metadata.namespace; empty: none written (kubectl's current namespace)
+  std::string job_name;               // metadata.name; empty: "pipewright-" + the first 8 hex digits of the plan hash
   std::string binary = "pipewright";  // the pipewright executable in the image (a name on PATH or a path)
   std::vector<std::string> run_args;  // appended to `pipewright run --plan ...` (must include --data FILE)
   // PersistentVolumeClaims mounted read-write in every Worker pod, as
@@ -51,12 +51,12 @@ struct MpiJobLayout {
   int tp_size = 1;
   int pp_size = 0;
   int dp_size = 0;
-  int ranks = 0;          // tp_size * pp_size * dp_size (mpirun -np)
+  int ranks = 0;             // tp_size * pp_size * dp_size (mpirun -np)
   int slots_per_worker = 0;  // G
-  int workers = 0;        // ranks / G
-  int min_available = 0;  // workers + 1 launcher: every pod (gang)
-  std::string job_name;   // resolved (default from the plan hash)
-  std::string plan_hash;  // PlanHash of the plan (16 hex digits)
+  int workers = 0;           // ranks / G
+  int min_available = 0;     // workers + 1 launcher: every pod (gang)
+  std::string job_name;      // resolved (default from the plan hash)
+  std::string plan_hash;     // PlanHash of the plan (16 hex digits)
 };
 
 // Checks `options` against the plan text and returns the layout. Errors

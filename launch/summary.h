@@ -4,9 +4,9 @@
 #include <string>
 
 #include "base/costs.h"
+#include "base/status.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
-#include "base/status.h"
 
 namespace pw::cli {
 

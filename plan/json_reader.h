@@ -6,11 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -65,7 +64,8 @@ class Reader {
   Status NonNegative(const json& obj, const std::string& path, const char* key, T* out) const {
     PW_RETURN_IF_ERROR(Number(obj, path, key, out));
     const double x = static_cast<double>(*out);
-    if (!std::isfinite(x) || x < 0) return Error(Join(path, key), "must be a finite number >= 0, got " + Dump(obj.at(key)));
+    if (!std::isfinite(x) || x < 0)
+      return Error(Join(path, key), "must be a finite number >= 0, got " + Dump(obj.at(key)));
     return Status::Ok();
   }
   template <typename T>

@@ -75,7 +75,8 @@ Status ParseModel(const Reader& rd, const json& j, ModelConfig* m) {
   m->qkv_bias = false;
   if (j.contains("qkv_bias")) PW_RETURN_IF_ERROR(rd.Bool(j, p, "qkv_bias", &m->qkv_bias));
   if (m->qkv_bias && m->attention_bias)
-    return rd.Error("model.qkv_bias", "must be false when attention_bias is true (attention_bias already biases Q, K, V)");
+    return rd.Error("model.qkv_bias",
+                    "must be false when attention_bias is true (attention_bias already biases Q, K, V)");
   m->rope_scaling = RopeScaling{};
   if (j.contains("rope_scaling")) {
     const std::string rp = "model.rope_scaling";
@@ -95,8 +96,9 @@ Status ParseModel(const Reader& rd, const json& j, ModelConfig* m) {
     }
   }
   if (m->num_heads % m->num_kv_heads != 0)
-    return rd.Error("model.num_key_value_heads", std::to_string(m->num_kv_heads) + " does not divide num_attention_heads " +
-                                                     std::to_string(m->num_heads));
+    return rd.Error(
+        "model.num_key_value_heads",
+        std::to_string(m->num_kv_heads) + " does not divide num_attention_heads " + std::to_string(m->num_heads));
   return Status::Ok();
 }
 

@@ -1,17 +1,16 @@
 #include "plan/plan.h"
 
-#include "base/hash.h"
-
-#include <cstdio>
-#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+
+#include "base/hash.h"
 
 namespace pw {
-
 
 Program PlanProgram(const Plan& plan) {
   Program p;
@@ -70,8 +69,6 @@ Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCo
   return plan;
 }
 
-std::string PlanHash(const Plan& plan) {
-  return HashHex(Fnv1a64(PlanToJson(plan)));
-}
+std::string PlanHash(const Plan& plan) { return HashHex(Fnv1a64(PlanToJson(plan))); }
 
 }  // namespace pw

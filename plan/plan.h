@@ -6,11 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/costs.h"
 #include "base/status.h"
@@ -32,8 +31,8 @@ struct PlanStage {
   int rank = 0;
   int layer_begin = 0;  // half-open [layer_begin, layer_end) into the model's layer list
   int layer_end = 0;
-  StageCost cost;       // seconds per microbatch ("B" written only if cost.b >= 0)
-  StageMemory memory;   // bytes
+  StageCost cost;      // seconds per microbatch ("B" written only if cost.b >= 0)
+  StageMemory memory;  // bytes
 };
 
 struct PlanRankPrediction {
@@ -52,16 +51,16 @@ struct PlanPrediction {
 // One entry of the model's layer list (models/spec/footprint.h): index 0 the
 // embedding, 1..L the blocks, L+1 the head. Stage layer ranges index it.
 struct PlanLayer {
-  std::string name;                     // "embedding", "block.7", "head"
+  std::string name;  // "embedding", "block.7", "head"
   LayerKind kind = LayerKind::kBlock;
-  int64_t params = 0;                   // parameters the layer owns (tied head: counted in the embedding)
+  int64_t params = 0;  // parameters the layer owns (tied head: counted in the embedding)
 };
 
 // What one training step computes (per pipeline replica).
 struct PlanTraining {
-  int64_t micro_batch_size = 1;         // b: sequences in the largest microbatch
-  int64_t seq_length = 0;               // s: tokens per sequence
-  int64_t global_batch_size = 0;        // sequences per step over all replicas = dp_size x sum of microbatch_sizes
+  int64_t micro_batch_size = 1;           // b: sequences in the largest microbatch
+  int64_t seq_length = 0;                 // s: tokens per sequence
+  int64_t global_batch_size = 0;          // sequences per step over all replicas = dp_size x sum of microbatch_sizes
   std::vector<int64_t> microbatch_sizes;  // sequences of each microbatch, size m
   Recompute recompute = Recompute::kNone;
   Precision precision = Precision::kFp32;  // written as "dtype": "bf16" | "fp32" | "fp64"
@@ -69,7 +68,7 @@ struct PlanTraining {
   // A global barrier (clipping by the global gradient norm) ends each step:
   // the step time is makespan_s, not steady_step_s (PLAN_FORMAT rule 9).
   bool global_barrier = false;
-  double clip_grad_norm = 0.0;          // 0 = no clipping
+  double clip_grad_norm = 0.0;  // 0 = no clipping
   // ZeRO-1 (--use-distributed-optimizer): AdamW state sharded over the
   // dp_size data-parallel ranks. Written always; absent on read = false.
   bool distributed_optimizer = false;
@@ -124,8 +123,8 @@ StageCosts PlanCosts(const Plan& plan);
 
 // Builds a plan from a lowered program, its costs and its simulation; stage
 // layer ranges default to [s, s+1) until the planner sets them.
-Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCosts& costs,
-              const SimResult& sim, std::optional<int64_t> memory_limit_bytes);
+Plan MakePlan(const std::string& schedule, const Program& lowered, const StageCosts& costs, const SimResult& sim,
+              std::optional<int64_t> memory_limit_bytes);
 
 // The layer list of `model` as plan entries (models/spec BuildLayerList).
 std::vector<PlanLayer> PlanLayers(const ModelConfig& model);

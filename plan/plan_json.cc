@@ -5,44 +5,56 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
-#include <type_traits>
-
-#include "plan/plan.h"
-
 #include <tuple>
+#include <type_traits>
 
 #include "base/json_text.h"
 #include "base/limits.h"
 #include "plan/model_section.h"
+#include "plan/plan.h"
 
 namespace pw {
 
 namespace {
 
+using plan_json::Join;
 using plan_json::ModelToJson;
 using plan_json::ParseModel;
 using plan_json::Reader;
-using plan_json::Join;
 
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
 // Top-level fields with a typed home; everything else goes to Plan::extra.
-const char* const kKnownFields[] = {"format",   "version",  "schedule",     "pp_size",    "dp_size", "tp_size", "sequence_parallel",
-                                    "num_stages", "num_microbatches", "stage_to_rank", "model", "layers",
-                                    "training", "device", "stages", "comm",         "memory_limit_bytes", "ranks",
-                                    "predicted", "planner"};
+const char* const kKnownFields[] = {"format",
+                                    "version",
+                                    "schedule",
+                                    "pp_size",
+                                    "dp_size",
+                                    "tp_size",
+                                    "sequence_parallel",
+                                    "num_stages",
+                                    "num_microbatches",
+                                    "stage_to_rank",
+                                    "model",
+                                    "layers",
+                                    "training",
+                                    "device",
+                                    "stages",
+                                    "comm",
+                                    "memory_limit_bytes",
+                                    "ranks",
+                                    "predicted",
+                                    "planner"};
 
 bool IsKnown(const std::string& key) {
   for (const char* k : kKnownFields)
     if (key == k) return true;
   return false;
 }
-
-
 
 // --- layers and training -----------------------------------------------------
 
@@ -78,7 +90,8 @@ Status ParseTraining(const Reader& rd, const json& j, int m, int dp_size, bool l
   if (!legacy || j.contains("microbatch_sizes")) {
     const json* v;
     PW_RETURN_IF_ERROR(rd.Get(j, p, "microbatch_sizes", &v));
-    if (!v->is_array()) return rd.Error(p + ".microbatch_sizes", "expected an array of " + std::to_string(m) + " integers");
+    if (!v->is_array())
+      return rd.Error(p + ".microbatch_sizes", "expected an array of " + std::to_string(m) + " integers");
     for (size_t i = 0; i < v->size(); ++i) {
       int64_t rows = 0;
       PW_RETURN_IF_ERROR(rd.Value((*v)[i], p + ".microbatch_sizes[" + std::to_string(i) + "]", &rows));
@@ -117,12 +130,13 @@ Status ParseTraining(const Reader& rd, const json& j, int m, int dp_size, bool l
   PW_RETURN_IF_ERROR(rd.Positive(j, p, "global_batch_size", &t->global_batch_size));
   if (t->micro_batch_size != largest)
     return rd.Error(p + ".micro_batch_size", std::to_string(t->micro_batch_size) +
-                                                 " is not the largest of microbatch_sizes (" + std::to_string(largest) + ")");
+                                                 " is not the largest of microbatch_sizes (" + std::to_string(largest) +
+                                                 ")");
   if (t->global_batch_size != sum * dp_size)
-    return rd.Error(p + ".global_batch_size",
-                    std::to_string(t->global_batch_size) + " is not dp_size x the sum of microbatch_sizes (" +
-                        std::to_string(dp_size) + " x " + std::to_string(sum) + " = " + std::to_string(sum * dp_size) +
-                        ")");
+    return rd.Error(p + ".global_batch_size", std::to_string(t->global_batch_size) +
+                                                  " is not dp_size x the sum of microbatch_sizes (" +
+                                                  std::to_string(dp_size) + " x " + std::to_string(sum) + " = " +
+                                                  std::to_string(sum * dp_size) + ")");
   std::string text;
   PW_RETURN_IF_ERROR(rd.Choice(j, p, "recompute", {"none", "selective", "full"}, &text));
   t->recompute = *ParseRecompute(text);
@@ -132,12 +146,15 @@ Status ParseTraining(const Reader& rd, const json& j, int m, int dp_size, bool l
   PW_RETURN_IF_ERROR(rd.Bool(j, p, "global_barrier", &t->global_barrier));
   PW_RETURN_IF_ERROR(rd.NonNegative(j, p, "clip_grad_norm", &t->clip_grad_norm));
   if (t->clip_grad_norm > 0 && !t->global_barrier)
-    return rd.Error(p + ".global_barrier", "must be true when clip_grad_norm > 0 (clipping by the global norm is a barrier)");
+    return rd.Error(p + ".global_barrier",
+                    "must be true when clip_grad_norm > 0 (clipping by the global norm is a barrier)");
   // Optional: files written before data parallelism lack it (false).
-  if (j.contains("distributed_optimizer")) PW_RETURN_IF_ERROR(rd.Bool(j, p, "distributed_optimizer", &t->distributed_optimizer));
+  if (j.contains("distributed_optimizer"))
+    PW_RETURN_IF_ERROR(rd.Bool(j, p, "distributed_optimizer", &t->distributed_optimizer));
   if (t->distributed_optimizer && dp_size < 2)
-    return rd.Error(p + ".distributed_optimizer", "is true but dp_size is " + std::to_string(dp_size) +
-                                                      ": ZeRO-1 shards the optimizer state over >= 2 data-parallel ranks");
+    return rd.Error(p + ".distributed_optimizer",
+                    "is true but dp_size is " + std::to_string(dp_size) +
+                        ": ZeRO-1 shards the optimizer state over >= 2 data-parallel ranks");
   return Status::Ok();
 }
 
@@ -160,15 +177,14 @@ Status CheckLegacyModelAgainstCosts(const Reader& rd, const Plan& plan) {
          {std::make_tuple("send_forward", m.send_forward, s + 1 < plan.stages.size()),
           std::make_tuple("send_backward", m.send_backward, s > 0)}) {
       if (!applies || bytes == 0 || bytes == want) continue;
-      return rd.Error("model",
-                      "the version-1 plan's stages[" + std::to_string(s) + "].memory_bytes." + field + " is " +
-                          std::to_string(bytes) + " bytes, but its model section gives micro_batch_size x " +
-                          "seq_length x hidden_size x " + std::to_string(e) + " bytes (" + PrecisionName(t.precision) +
-                          ") = " + std::to_string(t.micro_batch_size) + " x " + std::to_string(t.seq_length) + " x " +
-                          std::to_string(plan.model->hidden) + " x " + std::to_string(e) + " = " +
-                          std::to_string(want) +
-                          ": the model section was edited after planning (the costs are for another model); plan "
-                          "again for this model");
+      return rd.Error(
+          "model", "the version-1 plan's stages[" + std::to_string(s) + "].memory_bytes." + field + " is " +
+                       std::to_string(bytes) + " bytes, but its model section gives micro_batch_size x " +
+                       "seq_length x hidden_size x " + std::to_string(e) + " bytes (" + PrecisionName(t.precision) +
+                       ") = " + std::to_string(t.micro_batch_size) + " x " + std::to_string(t.seq_length) + " x " +
+                       std::to_string(plan.model->hidden) + " x " + std::to_string(e) + " = " + std::to_string(want) +
+                       ": the model section was edited after planning (the costs are for another model); plan "
+                       "again for this model");
     }
   }
   return Status::Ok();
@@ -222,8 +238,8 @@ Status ParseModelSections(const Reader& rd, const json& doc, int version, Plan* 
         PW_RETURN_IF_ERROR(rd.NonNegative(l, path, "params", &layer.params));
       }
       if (layer.name != expected[i].name || layer.kind != expected[i].kind)
-        return rd.Error(path, "is '" + layer.name + "', the model's layer " + std::to_string(i) + " is '" +
-                                  expected[i].name + "'");
+        return rd.Error(
+            path, "is '" + layer.name + "', the model's layer " + std::to_string(i) + " is '" + expected[i].name + "'");
       if (layer.params != expected[i].params)
         return rd.Error(path + ".params", std::to_string(layer.params) + " does not match the model section (" +
                                               std::to_string(expected[i].params) +
@@ -315,7 +331,8 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     PW_RETURN_IF_ERROR(rd.Number(doc, "", "tp_size", &plan.tp_size));
     PW_RETURN_IF_ERROR(rd.Bool(doc, "", "sequence_parallel", &plan.sequence_parallel));
     if (plan.tp_size < 1) return rd.Error("tp_size", "must be >= 1");
-    if (plan.tp_size > limits::kMaxRanks) return rd.Error("tp_size", "is more than " + std::to_string(limits::kMaxRanks));
+    if (plan.tp_size > limits::kMaxRanks)
+      return rd.Error("tp_size", "is more than " + std::to_string(limits::kMaxRanks));
     if (plan.sequence_parallel && plan.tp_size == 1)
       return rd.Error("sequence_parallel", "is true but tp_size is 1 (sequence parallelism shards over the TP ranks)");
   }
@@ -339,8 +356,8 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
   PW_RETURN_IF_ERROR(rd.Get(doc, "", "stage_to_rank", &v));
   if (!v->is_array()) return rd.Error("stage_to_rank", "expected an array");
   if (static_cast<int64_t>(v->size()) != plan.num_stages)
-    return rd.Error("stage_to_rank", "has " + std::to_string(v->size()) + " entries, num_stages is " +
-                                         std::to_string(plan.num_stages));
+    return rd.Error("stage_to_rank",
+                    "has " + std::to_string(v->size()) + " entries, num_stages is " + std::to_string(plan.num_stages));
   for (size_t i = 0; i < v->size(); ++i) {
     int r = 0;
     PW_RETURN_IF_ERROR(rd.Value((*v)[i], "stage_to_rank[" + std::to_string(i) + "]", &r));
@@ -379,8 +396,7 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     if (cost->contains("REDUCE_GRAD"))
       PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "REDUCE_GRAD", &st.cost.reduce_grad));
     st.cost.overlap_fb = -1;
-    if (cost->contains("F&B"))
-      PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "F&B", &st.cost.overlap_fb));
+    if (cost->contains("F&B")) PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "F&B", &st.cost.overlap_fb));
     const json* mem;
     std::string mpath = path + ".memory_bytes";
     PW_RETURN_IF_ERROR(rd.Get(js, path, "memory_bytes", &mem));
@@ -512,8 +528,10 @@ std::string PlanToJson(const Plan& plan) {
   }
   doc["comm"]["latency_s"] = plan.comm.latency_s;
   doc["comm"]["bandwidth_bytes_per_s"] = plan.comm.bandwidth_bytes_per_s;
-  if (plan.memory_limit_bytes) doc["memory_limit_bytes"] = *plan.memory_limit_bytes;
-  else doc["memory_limit_bytes"] = nullptr;
+  if (plan.memory_limit_bytes)
+    doc["memory_limit_bytes"] = *plan.memory_limit_bytes;
+  else
+    doc["memory_limit_bytes"] = nullptr;
   // The action lists (most of a large plan's bytes) are written straight into
   // the text below, in dump(2)'s exact layout, instead of through the tree.
   doc["ranks"] = kRanksPlaceholder;
@@ -530,8 +548,7 @@ std::string PlanToJson(const Plan& plan) {
   }
   if (!plan.planner.is_null()) doc["planner"] = ojson::parse(plan.planner.dump());
   // plan.extra is an (ordered-by-key) nlohmann::json object.
-  for (auto it = plan.extra.begin(); it != plan.extra.end(); ++it)
-    doc[it.key()] = ojson::parse(it.value().dump());
+  for (auto it = plan.extra.begin(); it != plan.extra.end(); ++it) doc[it.key()] = ojson::parse(it.value().dump());
   const std::string tree = doc.dump(2);
   const std::string marker = "\n  \"ranks\": \"" + std::string(kRanksPlaceholder) + "\"";
   const size_t at = tree.find(marker);

@@ -4,8 +4,9 @@ namespace pw {
 
 StatusOr<ReplicaBatch> ReadReplicaBatch(const Plan& plan) {
   if (!plan.training)
-    return Status::InvalidArgument("plan section 'training' is missing: the executor needs seq_length and the "
-                                   "microbatch sizes (write the plan with `pipewright plan`)");
+    return Status::InvalidArgument(
+        "plan section 'training' is missing: the executor needs seq_length and the "
+        "microbatch sizes (write the plan with `pipewright plan`)");
   ReplicaBatch batch;
   batch.seq_length = static_cast<int>(plan.training->seq_length);
   for (int64_t rows : plan.training->microbatch_sizes) {

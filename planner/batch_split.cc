@@ -5,9 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/planner.h"
-
 #include "base/limits.h"
+#include "planner/planner.h"
 
 namespace pw {
 
@@ -34,17 +33,19 @@ StatusOr<std::vector<BatchSplit>> ResolveReplicaBatch(const PlannerOptions& o) {
     PW_RETURN_IF_ERROR(limits::CheckRange("--global-batch-size", *o.global_batch_size, limits::kMaxGlobalBatch,
                                           "sequences per step: a batch given in tokens is --seq-length times this"));
   if (o.num_microbatches)
-    PW_RETURN_IF_ERROR(
-        limits::CheckRange("--num-microbatches", *o.num_microbatches, limits::kMaxMicrobatches, "microbatches per step"));
+    PW_RETURN_IF_ERROR(limits::CheckRange("--num-microbatches", *o.num_microbatches, limits::kMaxMicrobatches,
+                                          "microbatches per step"));
   if (!o.global_batch_size && !o.num_microbatches)
-    return Status::InvalidArgument("give --global-batch-size (with or without --micro-batch-size) or --num-microbatches");
+    return Status::InvalidArgument(
+        "give --global-batch-size (with or without --micro-batch-size) or --num-microbatches");
   if (!o.global_batch_size) return std::vector<BatchSplit>{equal(o.micro_batch_size.value_or(1), *o.num_microbatches)};
   const int64_t G = *o.global_batch_size;
   if (o.num_microbatches) {
     const int m = *o.num_microbatches;
     if (G < m)
-      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is smaller than --num-microbatches " +
-                                     std::to_string(m) + ": a microbatch cannot be empty");
+      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) +
+                                     " is smaller than --num-microbatches " + std::to_string(m) +
+                                     ": a microbatch cannot be empty");
     if (G % m == 0) {
       if (o.micro_batch_size && *o.micro_batch_size * m != G)
         return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " != --micro-batch-size " +
@@ -68,8 +69,9 @@ StatusOr<std::vector<BatchSplit>> ResolveReplicaBatch(const PlannerOptions& o) {
     const int64_t b = *o.micro_batch_size;
     if (G % b != 0) {
       int64_t lo = G / b * b, hi = lo + b;
-      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not divisible by --micro-batch-size " +
-                                     std::to_string(b) + " (Megatron asserts the same); use --global-batch-size " +
+      return Status::InvalidArgument("--global-batch-size " + std::to_string(G) +
+                                     " is not divisible by --micro-batch-size " + std::to_string(b) +
+                                     " (Megatron asserts the same); use --global-batch-size " +
                                      (lo > 0 ? std::to_string(lo) + " or " : std::string()) + std::to_string(hi) +
                                      ", or --num-microbatches for unequal microbatches");
     }
@@ -102,15 +104,16 @@ StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
   const int64_t G = *o.global_batch_size;
   const std::string d = " x --data-parallel-size " + std::to_string(D);
   if (G % D != 0)
-    return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not divisible by --data-parallel-size " +
-                                   std::to_string(D) + " (global batch = dp x micro-batch x m: each of the " +
-                                   std::to_string(D) + " replicas runs the same number of sequences); use " +
-                                   (G / D > 0 ? std::to_string(G / D * D) + " or " : std::string()) +
-                                   std::to_string((G / D + 1) * D));
+    return Status::InvalidArgument(
+        "--global-batch-size " + std::to_string(G) + " is not divisible by --data-parallel-size " + std::to_string(D) +
+        " (global batch = dp x micro-batch x m: each of the " + std::to_string(D) +
+        " replicas runs the same number of sequences); use " +
+        (G / D > 0 ? std::to_string(G / D * D) + " or " : std::string()) + std::to_string((G / D + 1) * D));
   if (o.micro_batch_size && *o.micro_batch_size >= 1 && G % (*o.micro_batch_size * D) != 0)
-    return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " is not divisible by --micro-batch-size " +
-                                   std::to_string(*o.micro_batch_size) + d + " = " +
-                                   std::to_string(*o.micro_batch_size * D) + " (Megatron asserts the same)");
+    return Status::InvalidArgument("--global-batch-size " + std::to_string(G) +
+                                   " is not divisible by --micro-batch-size " + std::to_string(*o.micro_batch_size) +
+                                   d + " = " + std::to_string(*o.micro_batch_size * D) +
+                                   " (Megatron asserts the same)");
   if (o.num_microbatches && *o.num_microbatches >= 1 && G / D < *o.num_microbatches)
     return Status::InvalidArgument("--global-batch-size " + std::to_string(G) + " / --data-parallel-size " +
                                    std::to_string(D) + " = " + std::to_string(G / D) +
@@ -120,9 +123,9 @@ StatusOr<std::vector<BatchSplit>> ResolveBatch(const PlannerOptions& o) {
   replica.global_batch_size = G / D;
   auto splits = ResolveReplicaBatch(replica);
   if (!splits.ok())
-    return Status::InvalidArgument("per replica (--global-batch-size " + std::to_string(G) + " / --data-parallel-size " +
-                                   std::to_string(D) + " = " + std::to_string(G / D) + " sequences): " +
-                                   splits.status().message());
+    return Status::InvalidArgument("per replica (--global-batch-size " + std::to_string(G) +
+                                   " / --data-parallel-size " + std::to_string(D) + " = " + std::to_string(G / D) +
+                                   " sequences): " + splits.status().message());
   for (BatchSplit& s : *splits) s.global_batch_size *= D;
   return splits;
 }

@@ -238,8 +238,10 @@ bool CandidateSearch::SomeSplitAdmits(const LayerCostTable& table, int S, int m,
     int a = 0, b = j;  // find the first i in [0, j) with admits(i, j)
     while (a < b) {
       const int mid = (a + b) / 2;
-      if (admits(mid, j)) b = mid;
-      else a = mid + 1;
+      if (admits(mid, j))
+        b = mid;
+      else
+        a = mid + 1;
     }
     lo[j] = a;
   }
@@ -260,8 +262,9 @@ bool CandidateSearch::PrunedByBound(Candidate& c, double bound, const char* what
   const double beat = std::min(opt_.step_cutoff_s, best_step_);
   if (!(bound > beat * (1.0 + 1e-9))) return false;
   char text[320];
-  std::snprintf(text, sizeof text, "bound: not simulated; %s gives a step of at least %.6g s, the best step found is %.6g s",
-                what, bound, beat);
+  std::snprintf(text, sizeof text,
+                "bound: not simulated; %s gives a step of at least %.6g s, the best step found is %.6g s", what, bound,
+                beat);
   Reject(c, RejectKind::kBound, text);
   return true;
 }
@@ -330,7 +333,8 @@ void CandidateSearch::Evaluate(Candidate& c, const ScheduleInfo& family, Recompu
       char text[320];
       std::snprintf(text, sizeof text,
                     "bound: not simulated; no split into %d stages holds the microbatches in flight that a step "
-                    "below %.6g s needs (Little's law on memory)", lay.S, beat);
+                    "below %.6g s needs (Little's law on memory)",
+                    lay.S, beat);
       Reject(c, RejectKind::kBound, text);
       return;
     }
@@ -458,9 +462,9 @@ void CandidateSearch::Simulate(Candidate& c, const ScheduleInfo& family, const L
       c.max_peak_bytes = least[w];
       const int64_t st = SumStaticOfRank(table, chosen, s2r, w);
       Reject(c, RejectKind::kMemory,
-             "memory: " + family.display_name + " finds no order within " + FormatBytes(limit_) +
-                 " per rank (split " + FormatStageSizes(chosen) + " layers; one microbatch in flight needs " +
-                 FormatBytes(least[w]) + " on rank " + std::to_string(w) + ", static " + FormatBytes(st) +
+             "memory: " + family.display_name + " finds no order within " + FormatBytes(limit_) + " per rank (split " +
+                 FormatStageSizes(chosen) + " layers; one microbatch in flight needs " + FormatBytes(least[w]) +
+                 " on rank " + std::to_string(w) + ", static " + FormatBytes(st) +
                  "): " + FirstLine(failure.status.message()));
       return;
     }

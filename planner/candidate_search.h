@@ -129,12 +129,12 @@ class CandidateSearch {
   const PlannerModel& model_;
   const PlannerOptions& opt_;
   int64_t limit_ = kUnlimitedBytes;
-  std::map<std::pair<int64_t, int>, LayerCostTable> tables_;  // (b, recompute) -> costs
+  std::map<std::pair<int64_t, int>, LayerCostTable> tables_;      // (b, recompute) -> costs
   std::map<const LayerCostTable*, std::vector<int64_t>> params_;  // per table: parameters of each layer
   DataParallelSpec dp_;
   double best_step_ = std::numeric_limits<double>::infinity();
   std::map<std::tuple<std::string, int, int>, UnitProgram> units_;  // (family, v, m)
-  std::map<std::pair<std::string, int>, UnitProgram> least_;       // (family, v): one microbatch
+  std::map<std::pair<std::string, int>, UnitProgram> least_;        // (family, v): one microbatch
 };
 
 }  // namespace pw

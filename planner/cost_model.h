@@ -6,12 +6,12 @@
 
 #include <vector>
 
+#include "base/costs.h"
+#include "base/status.h"
 #include "models/spec/device.h"
 #include "models/spec/footprint.h"
 #include "models/spec/layer_costs.h"
 #include "models/spec/model_config.h"
-#include "base/costs.h"
-#include "base/status.h"
 
 namespace pw {
 

@@ -30,9 +30,12 @@ double BucketedAllReduceSeconds(int64_t bytes, int dp_size, const CommModel& lin
 
 ParamBytes BytesPerParam(Precision precision) {
   switch (precision) {
-    case Precision::kMixedBf16: return {4, 2, 12};
-    case Precision::kFp32: return {4, 4, 8};
-    case Precision::kFp64: return {8, 8, 16};
+    case Precision::kMixedBf16:
+      return {4, 2, 12};
+    case Precision::kFp32:
+      return {4, 4, 8};
+    case Precision::kFp64:
+      return {8, 8, 16};
   }
   return {};
 }

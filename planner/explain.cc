@@ -1,8 +1,8 @@
 #include "planner/explain.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -50,7 +50,8 @@ std::string LimitText(const SearchResult& r) {
   if (!r.memory_limit_bytes) return "unlimited";
   std::string text = FormatBytes(*r.memory_limit_bytes);
   if (r.capacity_bytes && r.reserve_bytes)
-    text += " (capacity " + FormatBytes(*r.capacity_bytes) + " - runtime reserve " + FormatBytes(*r.reserve_bytes) + ")";
+    text +=
+        " (capacity " + FormatBytes(*r.capacity_bytes) + " - runtime reserve " + FormatBytes(*r.reserve_bytes) + ")";
   return text;
 }
 
@@ -65,8 +66,7 @@ std::string FormatCandidateTable(const SearchResult& r) {
   const bool dp = r.dp_size > 1;
   out += Row("%-4s %-17s %2s %5s %3s %-9s %11s %11s %11s %7s%s %21s  %s\n", "rank", "schedule", "v", "m", "b",
              "recompute", "step_s", "makespan_s", "steady_s", "bubble",
-             dp ? Row(" %11s %11s", "reduce_s", "exposed_s").c_str() : "", "peak GiB/rank max/min",
-             "layers per stage");
+             dp ? Row(" %11s %11s", "reduce_s", "exposed_s").c_str() : "", "peak GiB/rank max/min", "layers per stage");
   int rank = 0, rejected = 0;
   for (size_t k = 0; k < r.candidates.size(); ++k) {
     const Candidate& c = r.candidates[k];
@@ -79,17 +79,16 @@ std::string FormatCandidateTable(const SearchResult& r) {
                (std::to_string(++rank) + (static_cast<int>(k) == r.chosen ? "*" : "")).c_str(), c.schedule.c_str(),
                c.virtual_stages, c.batch.num_microbatches, static_cast<long long>(c.batch.micro_batch_size),
                c.recompute.c_str(), c.step_s, c.makespan_s, c.steady_step_s, c.bubble_ratio,
-               dp ? Row(" %11.5f %11.5f", c.reduce_s, c.reduce_exposed_s).c_str() : "", GiB(c.max_peak_bytes),
-               GiB(mn), FormatStageSizes(c.boundaries).c_str());
+               dp ? Row(" %11.5f %11.5f", c.reduce_s, c.reduce_exposed_s).c_str() : "", GiB(c.max_peak_bytes), GiB(mn),
+               FormatStageSizes(c.boundaries).c_str());
   }
   if (rank == 0) out += "(no candidate fits)\n";
   if (rejected > 0) {
     out += Row("rejected (%d):\n", rejected);
     for (const Candidate& c : r.candidates)
       if (!c.feasible)
-        out += Row("  %-17s v=%d m=%d b=%lld %-9s %s\n", c.schedule.c_str(), c.virtual_stages,
-                   c.batch.num_microbatches, static_cast<long long>(c.batch.micro_batch_size), c.recompute.c_str(),
-                   c.reason.c_str());
+        out += Row("  %-17s v=%d m=%d b=%lld %-9s %s\n", c.schedule.c_str(), c.virtual_stages, c.batch.num_microbatches,
+                   static_cast<long long>(c.batch.micro_batch_size), c.recompute.c_str(), c.reason.c_str());
   }
   out += MinPipelineText(r);
   return out;
@@ -139,8 +138,9 @@ std::string LayoutName(int tp_size, int pp_size, int dp_size) {
 std::string BubbleWarning(const SearchResult& r) {
   const Candidate& best = r.candidates[r.chosen];
   if (!(best.bubble_ratio > 0.5)) return "";
-  std::string out = Row("warning: the chosen plan's bubble ratio is %.3f (> 0.5): its devices idle %.0f %% of the step\n",
-                        best.bubble_ratio, 100.0 * best.bubble_ratio);
+  std::string out =
+      Row("warning: the chosen plan's bubble ratio is %.3f (> 0.5): its devices idle %.0f %% of the step\n",
+          best.bubble_ratio, 100.0 * best.bubble_ratio);
   const Candidate* closest = nullptr;
   int memory = 0;
   for (const Candidate& c : r.candidates) {
@@ -152,17 +152,19 @@ std::string BubbleWarning(const SearchResult& r) {
   if (memory > 0) {
     out += Row("  why: memory. %d candidates were rejected for memory, the closest %s: %s\n", memory,
                CandidateName(*closest).c_str(), closest->reason.c_str());
-    out += "  the chosen order keeps few microbatches in flight to fit the limit, so the pipeline runs almost serially\n";
+    out +=
+        "  the chosen order keeps few microbatches in flight to fit the limit, so the pipeline runs almost serially\n";
   } else {
-    out += Row("  why: m=%d microbatches for %d stages (P=%d x v=%d)\n", best.batch.num_microbatches, stages,
-               r.pp_size, best.virtual_stages);
+    out += Row("  why: m=%d microbatches for %d stages (P=%d x v=%d)\n", best.batch.num_microbatches, stages, r.pp_size,
+               best.virtual_stages);
   }
-  out += Row("  what would change it: %s--use-distributed-optimizer (ZeRO-1 shards the optimizer state over D), a "
-             "larger --pp (fewer layers per rank), --recompute-granularity full, more microbatches (--global-batch-size, "
-             "a smaller --micro-batch-size), or devices with more memory\n",
-             r.tp_size < 8 ? "--tensor-model-parallel-size up to the GPUs of a node (each rank holds 1/T of every "
-                             "layer), "
-                           : "");
+  out +=
+      Row("  what would change it: %s--use-distributed-optimizer (ZeRO-1 shards the optimizer state over D), a "
+          "larger --pp (fewer layers per rank), --recompute-granularity full, more microbatches (--global-batch-size, "
+          "a smaller --micro-batch-size), or devices with more memory\n",
+          r.tp_size < 8 ? "--tensor-model-parallel-size up to the GPUs of a node (each rank holds 1/T of every "
+                          "layer), "
+                        : "");
   return out;
 }
 
@@ -187,25 +189,27 @@ std::string FormatPlanSummary(const SearchResult& r, int next_best) {
   }
   std::string headroom;
   if (r.memory_limit_bytes)
-    headroom = " of " + FormatBytes(*r.memory_limit_bytes) + " (" + FormatBytes(*r.memory_limit_bytes - best.max_peak_bytes) +
-               " free)";
+    headroom = " of " + FormatBytes(*r.memory_limit_bytes) + " (" +
+               FormatBytes(*r.memory_limit_bytes - best.max_peak_bytes) + " free)";
   out += Row("chosen: %s\n", CandidateName(best).c_str());
   out += Row("  why: the smallest %s of %d feasible candidates: %.6f s, bubble %.4f; peak %s per rank%s\n",
              ObjectiveField(r.objective), feasible, best.step_s, best.bubble_ratio,
              FormatBytes(best.max_peak_bytes).c_str(), headroom.c_str());
   out += Row("  layers per stage: %s\n", FormatStageSizes(best.boundaries).c_str());
   if (r.dp_size > 1)
-    out += Row("  data parallel: %s = %d devices, global batch %lld sequences; gradient %s %.6f s per "
-               "step on the busiest rank, %.6f s of it exposed (not hidden behind compute)\n",
-               r.tp_size > 1 ? LayoutName(r.tp_size, r.pp_size, r.dp_size).c_str()
-                             : Row("P=%d x D=%d", r.pp_size, r.dp_size).c_str(),
-               r.tp_size * r.pp_size * r.dp_size, static_cast<long long>(best.batch.global_batch_size),
-               r.distributed_optimizer ? "reduce-scatter + all-gather (ZeRO-1)" : "all-reduce", best.reduce_s,
-               best.reduce_exposed_s);
+    out +=
+        Row("  data parallel: %s = %d devices, global batch %lld sequences; gradient %s %.6f s per "
+            "step on the busiest rank, %.6f s of it exposed (not hidden behind compute)\n",
+            r.tp_size > 1 ? LayoutName(r.tp_size, r.pp_size, r.dp_size).c_str()
+                          : Row("P=%d x D=%d", r.pp_size, r.dp_size).c_str(),
+            r.tp_size * r.pp_size * r.dp_size, static_cast<long long>(best.batch.global_batch_size),
+            r.distributed_optimizer ? "reduce-scatter + all-gather (ZeRO-1)" : "all-reduce", best.reduce_s,
+            best.reduce_exposed_s);
   if (r.tp_size > 1)
-    out += Row("  tensor parallel: T=%d ranks share every layer%s; costs and bytes above are per TP rank and include "
-               "the TP collectives\n",
-               r.tp_size, r.sequence_parallel ? " (sequence parallel)" : "");
+    out +=
+        Row("  tensor parallel: T=%d ranks share every layer%s; costs and bytes above are per TP rank and include "
+            "the TP collectives\n",
+            r.tp_size, r.sequence_parallel ? " (sequence parallel)" : "");
   for (const std::string& note : r.notes) out += "  note: " + note + "\n";
   out += BubbleWarning(r);
   return out;
@@ -264,8 +268,10 @@ nlohmann::json CandidatesToJson(const SearchResult& r) {
 }
 
 std::string FormatDeviceSplits(const DeviceSplitSearch& search) {
-  std::string out = Row("splits of %d devices into T tensor-parallel x P pipeline x D data-parallel ranks (best "
-                        "candidate of each):\n", search.num_devices);
+  std::string out =
+      Row("splits of %d devices into T tensor-parallel x P pipeline x D data-parallel ranks (best "
+          "candidate of each):\n",
+          search.num_devices);
   out += Row("  %-2s %-22s %-6s %-17s %2s %5s %3s %-9s %11s %9s %7s %11s %11s %9s\n", "", "layout", "ZeRO", "schedule",
              "v", "m", "b", "recompute", "step_s", "vs best", "bubble", "reduce_s", "exposed_s", "peak GiB");
   const double best_step =
@@ -278,8 +284,8 @@ std::string FormatDeviceSplits(const DeviceSplitSearch& search) {
     const std::string layout = LayoutName(sp.tp_size, sp.pp_size, sp.dp_size);
     const char* zero = sp.distributed_optimizer ? "ZeRO-1" : "-";
     if (!sp.feasible()) {
-      out += Row("  %-2s %-22s %-6s %s%s\n", mark, layout.c_str(), zero, sp.searched ? "" : "not searched: ",
-                 sp.reason.substr(0, sp.reason.find('\n')).c_str());
+      out += Row("  %-2s %-22s %-6s %s%s\n", mark, layout.c_str(), zero,
+                 sp.searched ? "" : "not searched: ", sp.reason.substr(0, sp.reason.find('\n')).c_str());
       continue;
     }
     const Candidate& c = sp.result.candidates[sp.result.chosen];

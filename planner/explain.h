@@ -3,9 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/format.h"  // FormatBytes, ParseBytes
 #include "planner/planner.h"

@@ -1,7 +1,6 @@
 // Least-squares fits of a measured quantity as a linear function of the
 // shape features (profile_fit.h: FeatureValue, LinearFit, FitLeastSquares).
 #include <Eigen/Dense>
-
 #include <algorithm>
 #include <cmath>
 
@@ -9,10 +8,7 @@
 
 namespace pw {
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 double FeatureValue(const std::string& feature, int64_t b, int64_t s) {
   const double bd = static_cast<double>(b), sd = static_cast<double>(s);

@@ -35,8 +35,8 @@ StatusOr<std::string> TryOptimalCandidate(SearchResult* result, const PlannerOpt
   for (int r = 0; r < P; ++r) workspace[r] = b.peak_bytes[r] - a.sim.per_rank[r].peak_memory_bytes;
   if (result->memory_limit_bytes) {
     for (int r = 0; r < P; ++r)
-      req.rank_memory_limits.push_back(static_cast<double>(std::max<int64_t>(
-          *result->memory_limit_bytes - a.sim.per_rank[r].start_memory_bytes - workspace[r], 0)));
+      req.rank_memory_limits.push_back(static_cast<double>(
+          std::max<int64_t>(*result->memory_limit_bytes - a.sim.per_rank[r].start_memory_bytes - workspace[r], 0)));
   }
   if (int64_t{P} * req.num_microbatches > kMaxOptimalStageMicrobatches)
     return "--try-optimal: skipped: P x m = " + std::to_string(P) + " x " + std::to_string(req.num_microbatches) +

@@ -1,6 +1,5 @@
 // The MILP of optimal_milp.h and its CBC solve (arXiv 2401.10241 Appendix G).
 #include "planner/optimal_milp.h"
-#include "base/format.h"
 
 #include <coin/Cbc_C_Interface.h>
 
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/format.h"
 #include "schedules/simulate.h"
 
 namespace pw {
@@ -121,17 +121,16 @@ Status CheckOptimalRequest(const ScheduleRequest& req, const OptimalOptions& opt
                                    " is above the limit of " + std::to_string(kMaxOptimalStageMicrobatches) +
                                    " (the exact problem grows as P m^2 order variables; use a heuristic "
                                    "such as zb-auto for larger pipelines)");
-  if (!req.costs.stages.empty() &&
-      (static_cast<int>(req.costs.stages.size()) != req.pp_size ||
-       static_cast<int>(req.costs.memory.size()) != req.pp_size))
+  if (!req.costs.stages.empty() && (static_cast<int>(req.costs.stages.size()) != req.pp_size ||
+                                    static_cast<int>(req.costs.memory.size()) != req.pp_size))
     return Status::InvalidArgument("--costs: expected costs for " + std::to_string(req.pp_size) +
                                    " stages (one per rank), got " + std::to_string(req.costs.stages.size()));
   if (req.dp_size > 1)
     return Status::InvalidArgument("optimal: data parallelism (--dp " + std::to_string(req.dp_size) +
                                    ") is not part of the exact model (its REDUCE_GRAD is not scheduled)");
   if (!req.rank_memory_limits.empty() && static_cast<int>(req.rank_memory_limits.size()) != req.pp_size)
-    return Status::InvalidArgument("--memory-limit: expected a limit for each of the " +
-                                   std::to_string(req.pp_size) + " ranks");
+    return Status::InvalidArgument("--memory-limit: expected a limit for each of the " + std::to_string(req.pp_size) +
+                                   " ranks");
   return Status::Ok();
 }
 
@@ -155,7 +154,7 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
   };
   auto delta = [&](const Pass& p) {
     const StageMemory& mem = c.memory[p.stage];
-    return static_cast<double>(p.kind == kF ? mem.activation
+    return static_cast<double>(p.kind == kF   ? mem.activation
                                : p.kind == kI ? mem.wstash - mem.activation
                                               : -mem.wstash);
   };
@@ -244,13 +243,15 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
     for (int s = 0; s < P; ++s) {
       const int i = pass_index(s, k, kI);
       double t = dur(passes[pass_index(s, k, kW)]);
-      if (s > 0) t = std::max(t, bwd_msg(s - 1) + dur(passes[pass_index(s - 1, k, kI)]) + tail[pass_index(s - 1, k, kI)]);
+      if (s > 0)
+        t = std::max(t, bwd_msg(s - 1) + dur(passes[pass_index(s - 1, k, kI)]) + tail[pass_index(s - 1, k, kI)]);
       tail[i] = t;
     }
     for (int s = P - 1; s >= 0; --s) {
       const int f = pass_index(s, k, kF);
       double t = dur(passes[pass_index(s, k, kI)]) + tail[pass_index(s, k, kI)];
-      if (s + 1 < P) t = std::max(t, fwd_msg(s + 1) + dur(passes[pass_index(s + 1, k, kF)]) + tail[pass_index(s + 1, k, kF)]);
+      if (s + 1 < P)
+        t = std::max(t, fwd_msg(s + 1) + dur(passes[pass_index(s + 1, k, kF)]) + tail[pass_index(s + 1, k, kF)]);
       if (s == 0 && k + 1 < m) t = std::max(t, dur(passes[pass_index(0, k + 1, kF)]) + tail[pass_index(0, k + 1, kF)]);
       if (s == 0 && n0 > 0 && k + n0 < m)
         t = std::max(t, r0 + dur(passes[pass_index(0, k + n0, kF)]) + tail[pass_index(0, k + n0, kF)]);
@@ -313,8 +314,10 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
         const Pass& a = passes[local(la)];
         const Pass& b = passes[local(lb)];
         int fixed = 0;
-        if (a.mb == b.mb) fixed = a.kind < b.kind ? kBefore : kAfter;                     // F -> I -> W
-        else if (s == 0 && a.kind == kF && b.kind == kF) fixed = a.mb < b.mb ? kBefore : kAfter;  // relabel
+        if (a.mb == b.mb)
+          fixed = a.kind < b.kind ? kBefore : kAfter;  // F -> I -> W
+        else if (s == 0 && a.kind == kF && b.kind == kF)
+          fixed = a.mb < b.mb ? kBefore : kAfter;  // relabel
         const int ea = local(la), eb = local(lb);
         // a window that ends before the other's earliest start fixes the pair
         if (fixed == 0 && lst(ea) + slack <= est[eb] - dur(b)) fixed = kBefore;
@@ -322,8 +325,10 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
         if (fixed != 0) {
           order_col[s][la][lb] = fixed;
           if (a.mb != b.mb && !(s == 0 && a.kind == kF && b.kind == kF)) {
-            if (fixed == kBefore) add_row({eb, ea}, {1, -1}, 'G', dur(b));
-            else add_row({ea, eb}, {1, -1}, 'G', dur(a));
+            if (fixed == kBefore)
+              add_row({eb, ea}, {1, -1}, 'G', dur(b));
+            else
+              add_row({ea, eb}, {1, -1}, 'G', dur(a));
           }
           continue;
         }
@@ -349,10 +354,14 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
         std::vector<int> cols;
         std::vector<double> coefs;
         double rhs = 0;
-        if (ow >= 0) cols.push_back(ow), coefs.push_back(1);
-        else rhs -= ow == kBefore ? 1 : 0;
-        if (oi >= 0) cols.push_back(oi), coefs.push_back(-1);
-        else rhs += oi == kBefore ? 1 : 0;
+        if (ow >= 0)
+          cols.push_back(ow), coefs.push_back(1);
+        else
+          rhs -= ow == kBefore ? 1 : 0;
+        if (oi >= 0)
+          cols.push_back(oi), coefs.push_back(-1);
+        else
+          rhs += oi == kBefore ? 1 : 0;
         if (!cols.empty()) add_row(cols, coefs, 'G', rhs);
       }
     // Memory at each pass j: delta(j) + sum over passes before j of their delta <= limit.
@@ -444,7 +453,10 @@ StatusOr<OptimalResult> SolveOptimalSchedule(const ScheduleRequest& request, con
       list.clear();
       for (int li : order) {
         const int kind = li % 3;
-        list.push_back(MakeAction(s, kind == kF ? ActionType::kF : kind == kI ? ActionType::kI : ActionType::kW,
+        list.push_back(MakeAction(s,
+                                  kind == kF   ? ActionType::kF
+                                  : kind == kI ? ActionType::kI
+                                               : ActionType::kW,
                                   li / 3));
       }
     }

@@ -40,7 +40,7 @@ struct OptimalResult {
   // Simulate() of `program`: each rank runs its list as soon as possible, so
   // this is <= objective_s, and equal (to rounding) when proven optimal.
   double makespan_s = 0;
-  double bound_s = 0;      // best proven lower bound on the optimal makespan (<= makespan_s)
+  double bound_s = 0;  // best proven lower bound on the optimal makespan (<= makespan_s)
   // (makespan - bound) / makespan, >= 0; ~0 when proven optimal.
   double gap = 0;
   bool proven_optimal = false;
@@ -49,10 +49,10 @@ struct OptimalResult {
   // makespan), given to CBC as its first incumbent; objective_s <= it.
   std::string warm_start_schedule;
   double warm_start_makespan_s = 0;
-  double solve_s = 0;      // wall-clock seconds spent in CBC
-  int num_binaries = 0;    // order variables
-  int num_columns = 0;     // all variables
-  int num_rows = 0;        // constraints
+  double solve_s = 0;    // wall-clock seconds spent in CBC
+  int num_binaries = 0;  // order variables
+  int num_columns = 0;   // all variables
+  int num_rows = 0;      // constraints
 };
 
 // Checks a request before any work: P >= 1, m >= 1, v = 1 (or 0 = default),

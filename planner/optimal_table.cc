@@ -48,15 +48,16 @@ std::vector<std::string> OptimalTableHeuristics() { return {"gpipe", "1f1b", "zb
 StatusOr<std::string> OptimalTableMarkdown(const std::vector<OptimalTableCase>& cases, const OptimalOptions& options) {
   const std::vector<std::string> heuristics = OptimalTableHeuristics();
   std::string s = "## Heuristics against the certified optimum\n\n";
-  s += StrFormat("For small pipelines `pipewright schedule --schedule optimal` solves the exact scheduling problem "
-           "(one stage per rank, backward split into I and W, the memory limit; docs/ALGORITHMS.md, \"Certified "
-           "optima\") with CBC, %g s at most per row. Each cell is a heuristic's simulated makespan and, in "
-           "brackets, how much longer it is than the optimum. Where CBC stopped at its time limit the optimum "
-           "is not proven: the gap is then taken to CBC's lower bound and marked with \\*. \"over limit\": the "
-           "heuristic's order does not fit the memory limit. Costs: unit (F = I = W = 1 s, makespan in s) and "
-           "the ZB paper's 1.5B profile (F 18.522, I 18.086, W 9.337, message 0.601 ms; makespan in ms); limits "
-           "in activations M_B of one stage per rank.\n\n",
-           options.time_limit_s);
+  s += StrFormat(
+      "For small pipelines `pipewright schedule --schedule optimal` solves the exact scheduling problem "
+      "(one stage per rank, backward split into I and W, the memory limit; docs/ALGORITHMS.md, \"Certified "
+      "optima\") with CBC, %g s at most per row. Each cell is a heuristic's simulated makespan and, in "
+      "brackets, how much longer it is than the optimum. Where CBC stopped at its time limit the optimum "
+      "is not proven: the gap is then taken to CBC's lower bound and marked with \\*. \"over limit\": the "
+      "heuristic's order does not fit the memory limit. Costs: unit (F = I = W = 1 s, makespan in s) and "
+      "the ZB paper's 1.5B profile (F 18.522, I 18.086, W 9.337, message 0.601 ms; makespan in ms); limits "
+      "in activations M_B of one stage per rank.\n\n",
+      options.time_limit_s);
   s += "| costs | P | m | limit | optimum | bound | solve (s) |";
   for (const auto& h : heuristics) s += " " + h + " |";
   s += "\n|---|---|---|---|---|---|---|";

@@ -16,7 +16,7 @@ namespace pw {
 
 // Per-stage costs of a table row.
 enum class CostProfile {
-  kUnit,        // F = I = W = 1 s, activation = wstash = 1 byte, no message time
+  kUnit,  // F = I = W = 1 s, activation = wstash = 1 byte, no message time
   // The ZB paper's 1.5B model at P = 8, m = 24 (arXiv 2401.10241 Table 9:
   // T_F 18.522, T_B 18.086 (our I), T_W 9.337, T_comm 0.601 ms; memory from
   // its §2 with h = 2304, a = 24, s = 1024: M_B = 34h + 5as = 201216 and

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "models/spec/layer_costs.h"
 #include "planner/cost_model.h"
-#include "base/status.h"
 
 namespace pw {
 

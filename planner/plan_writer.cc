@@ -28,8 +28,9 @@ StatusOr<Plan> BuildPlan(const SearchResult& r, const PlannerModel& model, const
     plan.model->raw = nlohmann::json();
     plan.layers = PlanLayers(*plan.model);
   }
-  const int64_t seq = o.seq_length > 0 ? o.seq_length
-                                       : (model.config && !model.profile ? model.config->max_positions : a.table.seq_length);
+  const int64_t seq = o.seq_length > 0
+                          ? o.seq_length
+                          : (model.config && !model.profile ? model.config->max_positions : a.table.seq_length);
   PlanTraining t;
   t.micro_batch_size = c.batch.micro_batch_size;
   t.seq_length = seq;

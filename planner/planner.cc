@@ -7,9 +7,9 @@
 #include <map>
 #include <tuple>
 
-#include "planner/explain.h"
 #include "planner/candidate_search.h"
 #include "planner/data_parallel.h"
+#include "planner/explain.h"
 #include "planner/memory_profile.h"
 #include "planner/partition.h"
 #include "schedules/pipeline.h"
@@ -37,8 +37,9 @@ StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOption
       return Status::InvalidArgument("the profile was measured without recompute; --recompute-granularity " +
                                      std::string(RecomputeName(r)) + " needs other costs");
     const int64_t s = o.seq_length > 0 ? o.seq_length : model.profile->seq_length;
-    PW_ASSIGN_OR_RETURN(LayerCostTable t,
-                        ProfileLayerCosts(*model.profile, model.config ? model.config->raw : model.profile->model, b, s));
+    PW_ASSIGN_OR_RETURN(
+        LayerCostTable t,
+        ProfileLayerCosts(*model.profile, model.config ? model.config->raw : model.profile->model, b, s));
     if (!t.comm && model.device) t.comm = model.device->Comm();
     return t;
   }
@@ -69,12 +70,18 @@ StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOption
 
 const char* RejectKindName(RejectKind kind) {
   switch (kind) {
-    case RejectKind::kNone: return "";
-    case RejectKind::kRequest: return "request";
-    case RejectKind::kMemory: return "memory";
-    case RejectKind::kCosts: return "costs";
-    case RejectKind::kSchedule: return "schedule";
-    case RejectKind::kBound: return "bound";
+    case RejectKind::kNone:
+      return "";
+    case RejectKind::kRequest:
+      return "request";
+    case RejectKind::kMemory:
+      return "memory";
+    case RejectKind::kCosts:
+      return "costs";
+    case RejectKind::kSchedule:
+      return "schedule";
+    case RejectKind::kBound:
+      return "bound";
   }
   return "?";
 }
@@ -131,8 +138,9 @@ Status CheckTensorParallelRequest(const PlannerModel& model, const PlannerOption
                              model.device->name + "'s " + std::to_string(model.device->gpus_per_node) +
                              " devices per node (gpus_per_node)";
     if (!IsCpuDevice(*model.device))
-      return Status::InvalidArgument(what + ": a tensor-parallel group runs four collectives per layer and "
-                                            "microbatch and must share a node's NVLink (Megatron keeps TP inside a node)");
+      return Status::InvalidArgument(what +
+                                     ": a tensor-parallel group runs four collectives per layer and "
+                                     "microbatch and must share a node's NVLink (Megatron keeps TP inside a node)");
     notes->push_back(what + ": allowed on a CPU device; its collectives are timed on the inter-node link");
   }
   return Status::Ok();
@@ -145,39 +153,44 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
   if (o.dp_size < 1)
     return Status::InvalidArgument("--data-parallel-size must be >= 1, got " + std::to_string(o.dp_size));
   if (o.distributed_optimizer && o.dp_size < 2)
-    return Status::InvalidArgument("--use-distributed-optimizer shards the optimizer state over the data-parallel "
-                                   "ranks: it needs --data-parallel-size >= 2, got " + std::to_string(o.dp_size));
+    return Status::InvalidArgument(
+        "--use-distributed-optimizer shards the optimizer state over the data-parallel "
+        "ranks: it needs --data-parallel-size >= 2, got " +
+        std::to_string(o.dp_size));
   if (o.virtual_stages && *o.virtual_stages < 1)
     return Status::InvalidArgument("--num-virtual-stages-per-pipeline-rank must be >= 1, got " +
                                    std::to_string(*o.virtual_stages));
-  if (o.seq_length < 0) return Status::InvalidArgument("--seq-length must be >= 1, got " + std::to_string(o.seq_length));
+  if (o.seq_length < 0)
+    return Status::InvalidArgument("--seq-length must be >= 1, got " + std::to_string(o.seq_length));
   if (o.max_virtual_stages < 1)
     return Status::InvalidArgument("--max-virtual-stages must be >= 1, got " + std::to_string(o.max_virtual_stages));
-  if (o.seq_length > 0 && model.config && model.config->max_positions > 0 &&
-      o.seq_length > model.config->max_positions)
+  if (o.seq_length > 0 && model.config && model.config->max_positions > 0 && o.seq_length > model.config->max_positions)
     return Status::InvalidArgument(
         "--seq-length " + std::to_string(o.seq_length) + " is more than the model's " +
-        (FamilyInfo(model.config->family).style == DecoderStyle::kGpt2 ? "n_positions" : "max_position_embeddings") + " (" +
-        std::to_string(model.config->max_positions) + "): its position embeddings do not reach that far");
+        (FamilyInfo(model.config->family).style == DecoderStyle::kGpt2 ? "n_positions" : "max_position_embeddings") +
+        " (" + std::to_string(model.config->max_positions) + "): its position embeddings do not reach that far");
   std::vector<std::string> notes;
   PW_RETURN_IF_ERROR(CheckTensorParallelRequest(model, o, &notes));
   PW_ASSIGN_OR_RETURN(std::vector<ScheduleInfo> families, Families(o));
   PW_ASSIGN_OR_RETURN(std::vector<BatchSplit> batches, ResolveBatch(o));
   if (batches.empty())
-    return Status::InvalidArgument("--global-batch-size " + std::to_string(*o.global_batch_size) +
-                                   (o.dp_size > 1 ? " / --data-parallel-size " + std::to_string(o.dp_size) : std::string()) +
-                                   " is not divisible by any micro-batch size tried (1, 2, 4, 8); give --micro-batch-size");
+    return Status::InvalidArgument(
+        "--global-batch-size " + std::to_string(*o.global_batch_size) +
+        (o.dp_size > 1 ? " / --data-parallel-size " + std::to_string(o.dp_size) : std::string()) +
+        " is not divisible by any micro-batch size tried (1, 2, 4, 8); give --micro-batch-size");
   const std::vector<Recompute> recomputes = RecomputeOptions(model, o);
   int64_t limit = kUnlimitedBytes;
   std::optional<int64_t> capacity, reserve;
   if (o.memory_reserve_bytes) {
     if (o.memory_limit_bytes)
-      return Status::InvalidArgument("--memory-reserve with --memory-limit: give the limit itself, or the reserve to "
-                                     "keep free of the device's capacity, not both");
+      return Status::InvalidArgument(
+          "--memory-reserve with --memory-limit: give the limit itself, or the reserve to "
+          "keep free of the device's capacity, not both");
     if (!model.device) return Status::InvalidArgument("--memory-reserve needs --device (the capacity it is kept from)");
     if (*o.memory_reserve_bytes < 0 || *o.memory_reserve_bytes >= model.device->memory_bytes)
-      return Status::InvalidArgument("--memory-reserve " + FormatBytes(*o.memory_reserve_bytes) + " must be >= 0 and below " +
-                                     model.device->name + "'s capacity " + FormatBytes(model.device->memory_bytes));
+      return Status::InvalidArgument("--memory-reserve " + FormatBytes(*o.memory_reserve_bytes) +
+                                     " must be >= 0 and below " + model.device->name + "'s capacity " +
+                                     FormatBytes(model.device->memory_bytes));
   }
   if (o.memory_limit_bytes) {
     if (*o.memory_limit_bytes <= 0)
@@ -273,7 +286,8 @@ StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const Plann
           found = c.feasible && o.stop_at_first_feasible;
           all.push_back(std::move(c));
           if (o.progress)
-            o.progress(o.pp_size, static_cast<int>(all.size()), family_index, static_cast<int>(families.size()), f.name);
+            o.progress(o.pp_size, static_cast<int>(all.size()), family_index, static_cast<int>(families.size()),
+                       f.name);
           if (found) break;
         }
   }
@@ -371,9 +385,7 @@ StatusOr<MinPipeline> FindSmallestPipeline(const PlannerModel& model, const Plan
   return out;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptions& options) {
   if (options.clip_grad_norm > 0 && options.objective == Objective::kSteady)
@@ -391,8 +403,8 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
     for (const Candidate& c : r.candidates)
       if (!c.boundaries.empty()) max_pp = std::max(max_pp, c.boundaries.back());
     if (max_pp == 0) {
-      auto t = CostsFor(model, options, r.candidates.empty() ? 1 : r.candidates[0].batch.micro_batch_size,
-                        Recompute::kNone);
+      auto t =
+          CostsFor(model, options, r.candidates.empty() ? 1 : r.candidates[0].batch.micro_batch_size, Recompute::kNone);
       max_pp = t.ok() ? static_cast<int>(t->layers.size()) : options.pp_size;
     }
     // Above the requested P only when it failed; below it to say why smaller P fail.
@@ -405,8 +417,10 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
     int memory = 0, invalid = 0;
     std::vector<std::string> reasons;  // distinct, in table order
     for (const Candidate& c : r.candidates) {
-      if (c.reject == RejectKind::kMemory) ++memory;
-      else if (c.reject == RejectKind::kRequest) ++invalid;
+      if (c.reject == RejectKind::kMemory)
+        ++memory;
+      else if (c.reject == RejectKind::kRequest)
+        ++invalid;
       if (c.reject != RejectKind::kMemory && std::find(reasons.begin(), reasons.end(), c.reason) == reasons.end())
         reasons.push_back(c.reason);
     }
@@ -415,8 +429,9 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
     if (options.dp_size > 1) msg += " (x D=" + std::to_string(options.dp_size) + " data-parallel replicas)";
     if (memory > 0 && r.memory_limit_bytes) msg += " with --memory-limit " + FormatBytes(*r.memory_limit_bytes);
     if (memory < total) {
-      msg += memory == 0 ? ": every candidate was refused: " : ": " + std::to_string(total - memory) + " of " +
-                                                               std::to_string(total) + " refused for other reasons than memory: ";
+      msg += memory == 0 ? ": every candidate was refused: "
+                         : ": " + std::to_string(total - memory) + " of " + std::to_string(total) +
+                               " refused for other reasons than memory: ";
       for (size_t k = 0; k < reasons.size() && k < 3; ++k) msg += (k ? "; " : "") + reasons[k];
       if (reasons.size() > 3) msg += "; and " + std::to_string(reasons.size() - 3) + " more (see the table)";
     }
@@ -427,9 +442,10 @@ StatusOr<SearchResult> SearchPlans(const PlannerModel& model, const PlannerOptio
     if (total > 0 && invalid == total) return Status::InvalidArgument(msg + summary);
     if (memory > 0 && r.min_pp) {
       if (r.min_pp->pp_size > 0)
-        msg += "; the smallest P that fits (full recompute) is " + std::to_string(r.min_pp->pp_size) +
-               (r.min_pp->pp_size > 1 ? "; at P=" + std::to_string(r.min_pp->pp_size - 1) + ": " + r.min_pp->smaller_reason
-                                      : std::string());
+        msg +=
+            "; the smallest P that fits (full recompute) is " + std::to_string(r.min_pp->pp_size) +
+            (r.min_pp->pp_size > 1 ? "; at P=" + std::to_string(r.min_pp->pp_size - 1) + ": " + r.min_pp->smaller_reason
+                                   : std::string());
       else
         msg += "; no P up to the layer count fits even with full recompute (" + r.min_pp->smaller_reason + ")";
     }
@@ -451,8 +467,8 @@ std::string ClosestRejection(const SearchResult& r) {
   }
   if (!best && !r.candidates.empty()) best = &r.candidates.front();
   if (!best) return "";
-  return best->schedule + " v=" + std::to_string(best->virtual_stages) + " b=" +
-         std::to_string(best->batch.micro_batch_size) + " recompute=" + best->recompute + ": " + best->reason;
+  return best->schedule + " v=" + std::to_string(best->virtual_stages) +
+         " b=" + std::to_string(best->batch.micro_batch_size) + " recompute=" + best->recompute + ": " + best->reason;
 }
 
 }  // namespace
@@ -516,8 +532,10 @@ StatusOr<DeviceSplitSearch> SearchDeviceSplits(const PlannerModel& model, const 
       if (PD % P != 0) continue;
       const int D = PD / P;
       std::vector<bool> zero_options;
-      if (D >= 2 && options.search_distributed_optimizer && !options.distributed_optimizer) zero_options = {false, true};
-      else zero_options = {options.distributed_optimizer && D >= 2};
+      if (D >= 2 && options.search_distributed_optimizer && !options.distributed_optimizer)
+        zero_options = {false, true};
+      else
+        zero_options = {options.distributed_optimizer && D >= 2};
       for (bool zero : zero_options) {
         DeviceSplit sp;
         sp.tp_size = T;

@@ -11,22 +11,21 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "base/status.h"
 #include "models/spec/device.h"
 #include "models/spec/footprint.h"
 #include "models/spec/layer_costs.h"
 #include "models/spec/model_config.h"
+#include "plan/plan.h"
 #include "planner/cost_model.h"
 #include "planner/profile_fit.h"
-#include "plan/plan.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
-#include "base/status.h"
 
 namespace pw {
 
@@ -42,7 +41,7 @@ StatusOr<Objective> ParseObjective(const std::string& text);
 
 // The user's request. Flag names in errors are the CLI's (Megatron style).
 struct PlannerOptions {
-  int pp_size = 0;                             // --pipeline-model-parallel-size / --pp (P)
+  int pp_size = 0;  // --pipeline-model-parallel-size / --pp (P)
   // --data-parallel-size / --dp (D): replicas of the pipeline; world size
   // P x D. The batch flags then count the global batch over all replicas
   // (global = D x micro-batch x m, Megatron's rule).
@@ -73,14 +72,14 @@ struct PlannerOptions {
   // simulated); `pipewright plan --num-devices` turns it on.
   bool prune_by_bound = false;
   double step_cutoff_s = std::numeric_limits<double>::infinity();
-  std::optional<int> num_microbatches;         // --num-microbatches (m)
-  std::optional<int64_t> micro_batch_size;     // --micro-batch-size (b); unset = try 1, 2, 4, 8
-  std::optional<int64_t> global_batch_size;    // --global-batch-size (sequences per step)
-  int64_t seq_length = 0;                      // --seq-length; 0 = the model's max_position_embeddings
-  std::optional<int> virtual_stages;           // --num-virtual-stages-per-pipeline-rank; unset = search
-  int max_virtual_stages = 4;                  // search bound on v
-  std::vector<std::string> schedules;          // --schedule NAME; empty (auto) = ScheduleNames()
-  std::optional<Recompute> recompute;          // --recompute-granularity; unset = try none, selective, full
+  std::optional<int> num_microbatches;       // --num-microbatches (m)
+  std::optional<int64_t> micro_batch_size;   // --micro-batch-size (b); unset = try 1, 2, 4, 8
+  std::optional<int64_t> global_batch_size;  // --global-batch-size (sequences per step)
+  int64_t seq_length = 0;                    // --seq-length; 0 = the model's max_position_embeddings
+  std::optional<int> virtual_stages;         // --num-virtual-stages-per-pipeline-rank; unset = search
+  int max_virtual_stages = 4;                // search bound on v
+  std::vector<std::string> schedules;        // --schedule NAME; empty (auto) = ScheduleNames()
+  std::optional<Recompute> recompute;        // --recompute-granularity; unset = try none, selective, full
   // --memory-limit: the per-rank limit itself. Unset = the device's capacity
   // less its runtime reserve (DeviceSpec::UsableBytes); no device = unlimited.
   std::optional<int64_t> memory_limit_bytes;
@@ -88,8 +87,8 @@ struct PlannerOptions {
   // file's runtime_reserve (limit = capacity - this). Needs a device; not
   // with --memory-limit.
   std::optional<int64_t> memory_reserve_bytes;
-  std::optional<int> first_stage_num_layers;   // --first-stage-num-layers
-  std::optional<int> last_stage_num_layers;    // --last-stage-num-layers
+  std::optional<int> first_stage_num_layers;  // --first-stage-num-layers
+  std::optional<int> last_stage_num_layers;   // --last-stage-num-layers
   // --layers-per-stage: the split itself, one count per global stage (P * v
   // entries, each >= 1, summing to the layer count); empty = the partitioner
   // chooses. A candidate whose P * v differs is rejected (RejectKind::kRequest).
@@ -100,7 +99,7 @@ struct PlannerOptions {
   // (training.global_barrier, training.clip_grad_norm) and the search must
   // minimise makespan_s (SearchPlans refuses kSteady). 0 = no clipping.
   double clip_grad_norm = 0.0;
-  Precision precision = Precision::kMixedBf16; // --dtype
+  Precision precision = Precision::kMixedBf16;  // --dtype
   // When no candidate fits: search for the smallest P that fits (with full
   // recompute) and name it in the error. When one fits: also report the
   // smallest feasible P and why P - 1 fails (SearchResult::min_pp).
@@ -131,10 +130,10 @@ struct PlannerModel {
 
 // One way to cut the global batch into microbatches.
 struct BatchSplit {
-  int64_t micro_batch_size = 1;               // b used for costs (the largest microbatch)
-  int num_microbatches = 1;                   // m
-  int64_t global_batch_size = 1;              // D x sum of microbatch_sizes (over all replicas)
-  std::vector<int64_t> microbatch_sizes;      // per replica, size m; unequal only when the flags ask for it
+  int64_t micro_batch_size = 1;           // b used for costs (the largest microbatch)
+  int num_microbatches = 1;               // m
+  int64_t global_batch_size = 1;          // D x sum of microbatch_sizes (over all replicas)
+  std::vector<int64_t> microbatch_sizes;  // per replica, size m; unequal only when the flags ask for it
 };
 
 // Resolves --global-batch-size / --micro-batch-size / --num-microbatches
@@ -168,17 +167,17 @@ enum class RejectKind {
 const char* RejectKindName(RejectKind kind);
 
 struct Candidate {
-  std::string schedule;     // registry name
-  int virtual_stages = 1;   // v
-  BatchSplit batch;         // b, m
-  std::string recompute;    // none | selective | full
+  std::string schedule;    // registry name
+  int virtual_stages = 1;  // v
+  BatchSplit batch;        // b, m
+  std::string recompute;   // none | selective | full
   bool feasible = false;
   RejectKind reject = RejectKind::kNone;
-  std::string reason;       // why rejected: the constraint and the numbers (empty if feasible)
-  Boundaries boundaries;    // the split used (empty if it never got one)
+  std::string reason;     // why rejected: the constraint and the numbers (empty if feasible)
+  Boundaries boundaries;  // the split used (empty if it never got one)
   // Predictions (valid when simulated, also for memory rejections).
   bool simulated = false;
-  double step_s = 0;        // the objective's value
+  double step_s = 0;  // the objective's value
   double makespan_s = 0;
   double steady_step_s = 0;
   double bubble_ratio = 0;  // PLAN_FORMAT rule 8 (global idle fraction)
@@ -196,8 +195,8 @@ struct Candidate {
 
 // The smallest P that fits and why P - 1 does not.
 struct MinPipeline {
-  int pp_size = 0;              // 0 = none up to the layer count
-  std::string smaller_reason;   // the closest rejection at pp_size - 1 (empty if pp_size == 1)
+  int pp_size = 0;             // 0 = none up to the layer count
+  std::string smaller_reason;  // the closest rejection at pp_size - 1 (empty if pp_size == 1)
 };
 
 struct SearchResult {
@@ -256,9 +255,9 @@ struct DeviceSplit {
   // best micro-batch size, no recompute): splits are searched in its order
   // and skipped once it exceeds the best step found.
   double lower_bound_s = 0;
-  bool searched = false;   // false: refused before searching (reason says why)
-  std::string reason;      // why no candidate of this split fits or why it was not searched (empty if one fits)
-  SearchResult result;     // when searched
+  bool searched = false;  // false: refused before searching (reason says why)
+  std::string reason;     // why no candidate of this split fits or why it was not searched (empty if one fits)
+  SearchResult result;    // when searched
   bool feasible() const { return searched && result.chosen >= 0; }
 };
 struct DeviceSplitSearch {

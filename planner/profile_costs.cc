@@ -14,7 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-
 const LinearFit& QuantityFit(const KindFit& k, const std::string& quantity) {
   if (quantity == "F") return k.f;
   if (quantity == "I") return k.i;
@@ -38,8 +37,9 @@ std::string RangeText(const LinearFit& f) {
 
 Status SameWidth(const ModelConfig& a, const ModelConfig& b, const std::string& what) {
   auto differ = [&](const char* key, int64_t x, int64_t y) {
-    return Status::InvalidArgument(what + ": " + key + " is " + std::to_string(y) + " but the profile was measured with " +
-                                   std::to_string(x) + " (only the number of blocks may differ; run `pipewright "
+    return Status::InvalidArgument(what + ": " + key + " is " + std::to_string(y) +
+                                   " but the profile was measured with " + std::to_string(x) +
+                                   " (only the number of blocks may differ; run `pipewright "
                                    "profile` for this model)");
   };
   if (a.hidden != b.hidden) return differ("n_embd", a.hidden, b.hidden);
@@ -82,15 +82,20 @@ Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static
       return Status::Ok();
     };
     KindFit kf;
-    PW_RETURN_IF_ERROR(fit("F", [](const ProfileSample& s) { return s.f; }, time_features, &kf.f));
-    PW_RETURN_IF_ERROR(fit("I", [](const ProfileSample& s) { return s.i; }, time_features, &kf.i));
-    PW_RETURN_IF_ERROR(fit("W", [](const ProfileSample& s) { return s.w; }, {"tokens", "one"}, &kf.w));
-    PW_RETURN_IF_ERROR(fit("B", [](const ProfileSample& s) { return s.b; }, time_features, &kf.b));
-    PW_RETURN_IF_ERROR(fit("activation_bytes",
-                           [](const ProfileSample& s) { return static_cast<double>(s.activation_bytes); },
-                           time_features, &kf.activation_bytes));
-    PW_RETURN_IF_ERROR(fit("wstash_bytes", [](const ProfileSample& s) { return static_cast<double>(s.wstash_bytes); },
-                           {"tokens", "one"}, &kf.wstash_bytes));
+    PW_RETURN_IF_ERROR(fit(
+        "F", [](const ProfileSample& s) { return s.f; }, time_features, &kf.f));
+    PW_RETURN_IF_ERROR(fit(
+        "I", [](const ProfileSample& s) { return s.i; }, time_features, &kf.i));
+    PW_RETURN_IF_ERROR(fit(
+        "W", [](const ProfileSample& s) { return s.w; }, {"tokens", "one"}, &kf.w));
+    PW_RETURN_IF_ERROR(fit(
+        "B", [](const ProfileSample& s) { return s.b; }, time_features, &kf.b));
+    PW_RETURN_IF_ERROR(fit(
+        "activation_bytes", [](const ProfileSample& s) { return static_cast<double>(s.activation_bytes); },
+        time_features, &kf.activation_bytes));
+    PW_RETURN_IF_ERROR(fit(
+        "wstash_bytes", [](const ProfileSample& s) { return static_cast<double>(s.wstash_bytes); }, {"tokens", "one"},
+        &kf.wstash_bytes));
     auto it = static_bytes.find(kind);
     kf.static_bytes = it != static_bytes.end() ? it->second : 0;
     profile.fits[kind] = kf;
@@ -136,18 +141,19 @@ StatusOr<LayerCostTable> ProfileLayerCosts(const Profile& profile, const json& m
         char value[64];
         std::snprintf(value, sizeof value, "%.4g%s", y, unit);
         return Status::InvalidArgument(
-            (profile.source.empty() ? std::string() : profile.source + ": ") + "the " + kind + " " +
-            QuantityName(q) + " fit predicts " + value + " at micro-batch size " + std::to_string(b) +
-            " x seq length " + std::to_string(s) + " (" + std::to_string(b * s) + " tokens; " + RangeText(f) +
+            (profile.source.empty() ? std::string() : profile.source + ": ") + "the " + kind + " " + QuantityName(q) +
+            " fit predicts " + value + " at micro-batch size " + std::to_string(b) + " x seq length " +
+            std::to_string(s) + " (" + std::to_string(b * s) + " tokens; " + RangeText(f) +
             "): a linear fit this far from its measurements is not a cost; plan a shape nearer the measured ones, "
-            "or measure this one (pipewright profile --micro-batch-sizes " + std::to_string(b) + " --seq-lengths " +
-            std::to_string(s) + ")");
+            "or measure this one (pipewright profile --micro-batch-sizes " +
+            std::to_string(b) + " --seq-lengths " + std::to_string(s) + ")");
       }
       predicted[kind][q] = std::max(0.0, y);  // 0 only for a fit that is identically 0
     }
   auto layer = [&](const std::string& kind, const std::string& name) -> Status {
     auto it = profile.fits.find(kind);
-    if (it == profile.fits.end()) return Status::InvalidArgument("the profile has no fit for layer kind '" + kind + "'");
+    if (it == profile.fits.end())
+      return Status::InvalidArgument("the profile has no fit for layer kind '" + kind + "'");
     const KindFit& k = it->second;
     const std::map<std::string, double>& y = predicted.at(kind);
     LayerCost c;

@@ -14,7 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-
 json FitToJson(const LinearFit& f) {
   json j = {{"features", f.features},
             {"coefficients", f.coefficients},
@@ -146,15 +145,17 @@ namespace {
 
 StatusOr<Profile> ParseProfileFields(const json& j, const std::string& source) {
   if (!IsProfileDocument(j))
-    return Status::InvalidArgument(source + ": not a profile (needs \"format\": \"pipewright-profile\" and \"fits\"; "
-                                            "write one with `pipewright profile`)");
+    return Status::InvalidArgument(source +
+                                   ": not a profile (needs \"format\": \"pipewright-profile\" and \"fits\"; "
+                                   "write one with `pipewright profile`)");
   Profile p;
   if (j.contains("setup")) p.setup = j["setup"];
   if (!j.contains("model") || !j["model"].is_object())
     return Status::InvalidArgument(source + ": model must be the profiled GPT config object");
   p.model = j["model"];
   PW_RETURN_IF_ERROR(Field(j, source + ":", "element_bytes", int64_t{4}, &p.element_bytes, int64_t{1}, int64_t{16}));
-  PW_RETURN_IF_ERROR(Field(j, source + ":", "micro_batch_size", int64_t{1}, &p.micro_batch_size, int64_t{1}, kMaxShape));
+  PW_RETURN_IF_ERROR(
+      Field(j, source + ":", "micro_batch_size", int64_t{1}, &p.micro_batch_size, int64_t{1}, kMaxShape));
   PW_RETURN_IF_ERROR(Field(j, source + ":", "seq_length", int64_t{1}, &p.seq_length, int64_t{1}, kMaxShape));
   const json& fits = j["fits"];
   if (!fits.is_object() || fits.empty()) return Status::InvalidArgument(source + ": fits must be a non-empty object");
@@ -164,12 +165,14 @@ StatusOr<Profile> ParseProfileFields(const json& j, const std::string& source) {
       return Status::InvalidArgument(path + ": unknown layer kind (known: embedding, block, head)");
     KindFit k;
     const json& o = it.value();
-    if (!o.is_object()) return Status::InvalidArgument(path + " must be an object of fits, got " + o.dump().substr(0, 80));
+    if (!o.is_object())
+      return Status::InvalidArgument(path + " must be an object of fits, got " + o.dump().substr(0, 80));
     PW_RETURN_IF_ERROR(FitFromJson(o.value("F", json()), path + ".F", &k.f));
     PW_RETURN_IF_ERROR(FitFromJson(o.value("I", json()), path + ".I", &k.i));
     PW_RETURN_IF_ERROR(FitFromJson(o.value("W", json()), path + ".W", &k.w));
     PW_RETURN_IF_ERROR(FitFromJson(o.value("B", json()), path + ".B", &k.b));
-    PW_RETURN_IF_ERROR(FitFromJson(o.value("activation_bytes", json()), path + ".activation_bytes", &k.activation_bytes));
+    PW_RETURN_IF_ERROR(
+        FitFromJson(o.value("activation_bytes", json()), path + ".activation_bytes", &k.activation_bytes));
     PW_RETURN_IF_ERROR(FitFromJson(o.value("wstash_bytes", json()), path + ".wstash_bytes", &k.wstash_bytes));
     if (!o.contains("static_bytes") || !o["static_bytes"].is_number_integer() || o["static_bytes"].get<int64_t>() < 0)
       return Status::InvalidArgument(path + ".static_bytes must be an integer >= 0 (bytes)");
@@ -254,8 +257,8 @@ StatusOr<Profile> ParseProfile(const json& j, const std::string& source) {
 std::string FormatProfileFits(const Profile& p) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-9s %-16s %-34s %-40s %9s %9s %6s\n", "kind", "quantity", "model",
-                "coefficients", "rms err", "max err", "points");
+  std::snprintf(line, sizeof line, "%-9s %-16s %-34s %-40s %9s %9s %6s\n", "kind", "quantity", "model", "coefficients",
+                "rms err", "max err", "points");
   out += line;
   auto row = [&](const std::string& kind, const std::string& q, const LinearFit& f) {
     std::string model, coef;

@@ -25,16 +25,15 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "models/spec/layer_costs.h"
-#include "models/spec/profile_samples.h"
 #include "base/costs.h"
 #include "base/status.h"
+#include "models/spec/layer_costs.h"
+#include "models/spec/profile_samples.h"
 
 namespace pw {
 
@@ -55,8 +54,8 @@ double FeatureValue(const std::string& feature, int64_t b, int64_t s);
 struct LinearFit {
   std::vector<std::string> features;
   std::vector<double> coefficients;  // same size as features
-  double rel_rms_error = 0;  // sqrt(mean((fit - y)^2 / y^2)) over the points (y > 0)
-  double max_rel_error = 0;  // max |fit - y| / y
+  double rel_rms_error = 0;          // sqrt(mean((fit - y)^2 / y^2)) over the points (y > 0)
+  double max_rel_error = 0;          // max |fit - y| / y
   int points = 0;
   // Tokens (b*s) of the smallest and largest measured shape, for layer-kind
   // fits ("tokens_range" in the file); 0 = unknown (comm fits, or an old
@@ -107,8 +106,8 @@ struct Profile {
   std::vector<ProfileSample> samples;
   std::map<std::string, KindFit> fits;  // by kind
   std::vector<CommSample> comm_samples;
-  std::optional<CommModel> comm;        // fitted latency + bytes / bandwidth
-  std::optional<LinearFit> comm_fit;    // features {"bytes", "one"} on (b = bytes, s = 1)
+  std::optional<CommModel> comm;      // fitted latency + bytes / bandwidth
+  std::optional<LinearFit> comm_fit;  // features {"bytes", "one"} on (b = bytes, s = 1)
 };
 
 // Fits every kind present in `samples`: times and activation bytes with
@@ -137,8 +136,8 @@ StatusOr<LayerCostTable> ProfileLayerCosts(const Profile& profile, const nlohman
 // One fitted quantity evaluated outside the range of shapes it was measured
 // at (its tokens b*s outside [min_tokens, max_tokens]).
 struct Extrapolation {
-  std::string kind;      // "embedding", "block" or "head"
-  std::string quantity;  // "F", "I", "W", "B" (seconds), "activation_bytes" or "wstash_bytes"
+  std::string kind;              // "embedding", "block" or "head"
+  std::string quantity;          // "F", "I", "W", "B" (seconds), "activation_bytes" or "wstash_bytes"
   int64_t micro_batch_size = 0;  // requested b
   int64_t seq_length = 0;        // requested s
   int64_t min_tokens = 0;        // measured range of b*s

@@ -9,9 +9,8 @@
 namespace pw {
 
 namespace {
-constexpr std::array<const char*, kNumActionTypes> kNames = {"F",      "B",      "I",      "W",
-                                                             "SEND_F", "RECV_F", "SEND_B", "RECV_B",
-                                                             "REDUCE_GRAD", "OVERLAP_F_B"};
+constexpr std::array<const char*, kNumActionTypes> kNames = {
+    "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "REDUCE_GRAD", "OVERLAP_F_B"};
 
 // Reads a run of decimal digits at text[*pos]; false if none or overflow.
 bool ReadNumber(std::string_view text, size_t* pos, int32_t* out) {
@@ -76,7 +75,8 @@ StatusOr<Action> ParseAction(std::string_view text) {
   }
   if (best < 0) return bad("unknown action type");
   action.type = static_cast<ActionType>(best);
-  if (action.type == ActionType::kOverlapFB) return bad("OVERLAP_F_B is written (<stage>F<mb>;<stage>B<mb>)OVERLAP_F_B");
+  if (action.type == ActionType::kOverlapFB)
+    return bad("OVERLAP_F_B is written (<stage>F<mb>;<stage>B<mb>)OVERLAP_F_B");
   pos += best_len;
   if (action.type == ActionType::kReduceGrad) {
     action.microbatch = -1;

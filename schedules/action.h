@@ -21,14 +21,14 @@
 namespace pw {
 
 enum class ActionType : uint8_t {
-  kF,       // forward of stage s on microbatch mb
-  kB,       // full backward (input + weight gradient)
-  kI,       // input-gradient backward only (zero-bubble "B")
-  kW,       // weight-gradient backward only
-  kSendF,   // stage s sends its forward output of mb to stage s+1
-  kRecvF,   // stage s receives its forward input of mb from stage s-1
-  kSendB,   // stage s sends the gradient of its input of mb to stage s-1
-  kRecvB,   // stage s receives the gradient of its output of mb from stage s+1
+  kF,      // forward of stage s on microbatch mb
+  kB,      // full backward (input + weight gradient)
+  kI,      // input-gradient backward only (zero-bubble "B")
+  kW,      // weight-gradient backward only
+  kSendF,  // stage s sends its forward output of mb to stage s+1
+  kRecvF,  // stage s receives its forward input of mb from stage s-1
+  kSendB,  // stage s sends the gradient of its input of mb to stage s-1
+  kRecvB,  // stage s receives the gradient of its output of mb from stage s+1
   // Data-parallel gradient reduction of stage s (microbatch -1): the rank
   // starts the non-blocking all-reduce of the stage's gradients over its
   // data-parallel group here (right after the stage's last B/W) and waits

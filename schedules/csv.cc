@@ -1,8 +1,5 @@
 #include "schedules/csv.h"
 
-#include "base/limits.h"
-#include "base/printable.h"
-
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -11,6 +8,9 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+
+#include "base/limits.h"
+#include "base/printable.h"
 
 namespace pw {
 
@@ -49,10 +49,11 @@ StatusOr<std::optional<RuntimeToken>> ParseRuntimeOnly(std::string_view cell) {
   size_t pos = 0;
   int stage = 0;
   if (!Digits(cell, &pos, &stage)) return std::optional<RuntimeToken>();
-  static const std::pair<const char*, RuntimeOnly> kNames[] = {
-      {"UNSHARD", RuntimeOnly::kUnshard},          {"RESHARD", RuntimeOnly::kReshard},
-      {"WAIT_REDUCE_GRAD", RuntimeOnly::kWaitReduceGrad}, {"WAIT_SEND_F", RuntimeOnly::kWaitSendF},
-      {"WAIT_SEND_B", RuntimeOnly::kWaitSendB}};
+  static const std::pair<const char*, RuntimeOnly> kNames[] = {{"UNSHARD", RuntimeOnly::kUnshard},
+                                                               {"RESHARD", RuntimeOnly::kReshard},
+                                                               {"WAIT_REDUCE_GRAD", RuntimeOnly::kWaitReduceGrad},
+                                                               {"WAIT_SEND_F", RuntimeOnly::kWaitSendF},
+                                                               {"WAIT_SEND_B", RuntimeOnly::kWaitSendB}};
   for (const auto& [name, kind] : kNames) {
     const std::string_view n(name);
     if (cell.substr(pos, n.size()) != n) continue;
@@ -62,8 +63,8 @@ StatusOr<std::optional<RuntimeToken>> ParseRuntimeOnly(std::string_view cell) {
     const std::string shown = "'" + EscapeForTerminal(std::string(cell), 40) + "'";
     if (has_mb) {
       if (!Digits(cell, &p, &t.microbatch) || p != cell.size())
-        return Status::InvalidArgument("bad action " + shown + ": " + name +
-                                       " is written <stage>" + name + "<microbatch>, e.g. 0" + name + "3");
+        return Status::InvalidArgument("bad action " + shown + ": " + name + " is written <stage>" + name +
+                                       "<microbatch>, e.g. 0" + name + "3");
     } else if (p != cell.size()) {
       return Status::InvalidArgument("bad action " + shown + ": " + name + " takes no microbatch number (<stage>" +
                                      name + ", e.g. 1" + name + ")");
@@ -88,8 +89,7 @@ struct Cell {
 // whose forward microbatches are exactly {1..n} and backward ones {0..n-1}.
 // Repairs them in a compute-only program; an error in a lowered one.
 Status RepairOneBasedForwards(Program* p, const std::string& source,
-                              const std::map<std::pair<int, int>, Cell>& first_cell,
-                              std::vector<std::string>* notes) {
+                              const std::map<std::pair<int, int>, Cell>& first_cell, std::vector<std::string>* notes) {
   const int S = p->num_stages;
   std::vector<std::set<int>> fwd(S), bwd(S);
   for (const auto& list : p->ranks)
@@ -106,33 +106,35 @@ Status RepairOneBasedForwards(Program* p, const std::string& source,
     const Cell f1 = first_cell.at({s, static_cast<int>(ActionType::kF)});
     auto b0 = first_cell.find({s, static_cast<int>(ActionType::kB)});
     if (b0 == first_cell.end()) b0 = first_cell.find({s, static_cast<int>(ActionType::kI)});
-    const std::string b0_text = b0 == first_cell.end() ? "its first backward"
-                                                       : "its first backward (column " +
-                                                             std::to_string(b0->second.column) + ")";
-    const std::string what =
-        Where(source, f1.row, f1.column) + ": stage " + std::to_string(s) + " (rank " + std::to_string(rank) +
-        ") numbers its forwards " + std::to_string(s) + "F1.." + std::to_string(s) + "F" + std::to_string(n) +
-        " but its backwards 0.." + std::to_string(n - 1) + ": its first forward is '" + std::to_string(s) +
-        "F1' where '" + std::to_string(s) + "F0' is expected, and " + b0_text +
-        " is for microbatch 0, which it never runs forward. This is the off-by-one of PyTorch's "
-        "Schedule1F1B._get_pipeline_order, which numbers the last rank's forwards from 1";
+    const std::string b0_text = b0 == first_cell.end()
+                                    ? "its first backward"
+                                    : "its first backward (column " + std::to_string(b0->second.column) + ")";
+    const std::string what = Where(source, f1.row, f1.column) + ": stage " + std::to_string(s) + " (rank " +
+                             std::to_string(rank) + ") numbers its forwards " + std::to_string(s) + "F1.." +
+                             std::to_string(s) + "F" + std::to_string(n) + " but its backwards 0.." +
+                             std::to_string(n - 1) + ": its first forward is '" + std::to_string(s) + "F1' where '" +
+                             std::to_string(s) + "F0' is expected, and " + b0_text +
+                             " is for microbatch 0, which it never runs forward. This is the off-by-one of PyTorch's "
+                             "Schedule1F1B._get_pipeline_order, which numbers the last rank's forwards from 1";
     if (p->HasComms())
-      return Status::InvalidArgument(what + " (not repaired in a file with SEND/RECV: its messages would need "
-                                            "renumbering too; export the compute_only form instead)");
+      return Status::InvalidArgument(what +
+                                     " (not repaired in a file with SEND/RECV: its messages would need "
+                                     "renumbering too; export the compute_only form instead)");
     for (auto& list : p->ranks)
       for (Action& a : list)
         if (a.type == ActionType::kF && a.stage == s) --a.microbatch;
     if (notes)
       notes->push_back("warning: " + what + "; read as " + std::to_string(s) + "F0.." + std::to_string(s) + "F" +
-                       std::to_string(n - 1) + " (every forward of stage " + std::to_string(s) + " renumbered k -> k-1)");
+                       std::to_string(n - 1) + " (every forward of stage " + std::to_string(s) +
+                       " renumbered k -> k-1)");
   }
   return Status::Ok();
 }
 
 }  // namespace
 
-StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& source,
-                                   std::vector<std::string>* notes, const CsvReadOptions& options) {
+StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& source, std::vector<std::string>* notes,
+                                   const CsvReadOptions& options) {
   if (options.dp_size < 1)
     return Status::InvalidArgument(source + ": data-parallel size " + std::to_string(options.dp_size) +
                                    " (must be >= 1)");
@@ -187,19 +189,25 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
           const RuntimeToken t = **rt;
           PW_RETURN_IF_ERROR(place(t.stage));
           switch (t.kind) {
-            case RuntimeOnly::kUnshard: ++dropped["UNSHARD"]; break;
-            case RuntimeOnly::kReshard: ++dropped["RESHARD"]; break;
-            case RuntimeOnly::kWaitReduceGrad: ++dropped["WAIT_REDUCE_GRAD"]; break;
+            case RuntimeOnly::kUnshard:
+              ++dropped["UNSHARD"];
+              break;
+            case RuntimeOnly::kReshard:
+              ++dropped["RESHARD"];
+              break;
+            case RuntimeOnly::kWaitReduceGrad:
+              ++dropped["WAIT_REDUCE_GRAD"];
+              break;
             case RuntimeOnly::kWaitSendF:
             case RuntimeOnly::kWaitSendB: {
               const bool fwd = t.kind == RuntimeOnly::kWaitSendF;
               const ActionType send = fwd ? ActionType::kSendF : ActionType::kSendB;
               const auto sent = pending_sends.find({static_cast<int>(send), t.stage, t.microbatch});
               if (sent == pending_sends.end())
-                return Status::InvalidArgument(
-                    at + ": '" + std::to_string(t.stage) + (fwd ? "WAIT_SEND_F" : "WAIT_SEND_B") +
-                    std::to_string(t.microbatch) + "' waits for '" + MakeAction(t.stage, send, t.microbatch).ToString() +
-                    "', which is not an earlier, not yet waited-for send of this row");
+                return Status::InvalidArgument(at + ": '" + std::to_string(t.stage) +
+                                               (fwd ? "WAIT_SEND_F" : "WAIT_SEND_B") + std::to_string(t.microbatch) +
+                                               "' waits for '" + MakeAction(t.stage, send, t.microbatch).ToString() +
+                                               "', which is not an earlier, not yet waited-for send of this row");
               pending_sends.erase(sent);
               ++dropped[fwd ? "WAIT_SEND_F" : "WAIT_SEND_B"];
               break;
@@ -244,8 +252,7 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
   // would come back as a rank with no actions, or not at all.
   for (auto [stage, row] : stage_row)
     if (!kept_stages.count(stage))
-      return Status::InvalidArgument(source + ": stage " + std::to_string(stage) + " (row " +
-                                     std::to_string(row + 1) +
+      return Status::InvalidArgument(source + ": stage " + std::to_string(stage) + " (row " + std::to_string(row + 1) +
                                      ") has only runtime actions that pipewright drops (WAIT_*, UNSHARD, RESHARD, "
                                      "REDUCE_GRAD without --dp-size); stages with compute: 0.." +
                                      std::to_string(max_stage));
@@ -267,7 +274,10 @@ StatusOr<Program> ParseScheduleCsv(const std::string& text, const std::string& s
   PW_RETURN_IF_ERROR(limits::CheckRange(source + ": stages x microbatches", int64_t{p.num_stages} * p.num_microbatches,
                                         limits::kMaxStageMicrobatches, "stage-microbatch pairs"));
   if (notes) {
-    auto count = [&](const char* k) { auto it = dropped.find(k); return it == dropped.end() ? 0 : it->second; };
+    auto count = [&](const char* k) {
+      auto it = dropped.find(k);
+      return it == dropped.end() ? 0 : it->second;
+    };
     if (count("UNSHARD") + count("RESHARD") > 0)
       notes->push_back("note: " + source + ": dropped " + std::to_string(count("UNSHARD")) + " UNSHARD and " +
                        std::to_string(count("RESHARD")) +

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "schedules/program.h"
 #include "base/status.h"
+#include "schedules/program.h"
 
 namespace pw {
 

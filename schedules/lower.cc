@@ -106,10 +106,10 @@ StatusOr<Program> LowerGlobalOrder(const Program& p, const StageCosts& costs) {
       Message msgs[2];
       const int n = ProducedMessages(p, a, msgs);
       for (int j = 0; j < n; ++j) {
-      const Message& msg = msgs[j];
-      size_t k = static_cast<size_t>(msg.consumer.stage) * p.num_microbatches + msg.consumer.microbatch;
-      int pos = msg.consumer.type == ActionType::kF ? f_pos[k] : bwd_pos[k];
-      waiting[p.stage_to_rank[msg.consumer.stage]][pos]++;
+        const Message& msg = msgs[j];
+        size_t k = static_cast<size_t>(msg.consumer.stage) * p.num_microbatches + msg.consumer.microbatch;
+        int pos = msg.consumer.type == ActionType::kF ? f_pos[k] : bwd_pos[k];
+        waiting[p.stage_to_rank[msg.consumer.stage]][pos]++;
       }
     }
   std::vector<size_t> next(p.pp_size, 0);
@@ -147,8 +147,8 @@ StatusOr<Program> LowerGlobalOrder(const Program& p, const StageCosts& costs) {
     }
   }
   if (emitted != p.NumActions())
-    return Status::Internal("lowering emitted " + std::to_string(emitted) + " of " +
-                            std::to_string(p.NumActions()) + " compute actions");
+    return Status::Internal("lowering emitted " + std::to_string(emitted) + " of " + std::to_string(p.NumActions()) +
+                            " compute actions");
   return out;
 }
 

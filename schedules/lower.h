@@ -4,8 +4,8 @@
 #pragma once
 
 #include "base/costs.h"
-#include "schedules/program.h"
 #include "base/status.h"
+#include "schedules/program.h"
 
 namespace pw {
 

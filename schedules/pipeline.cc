@@ -7,11 +7,16 @@ namespace pw {
 
 const char* PipelineStepName(PipelineStep step) {
   switch (step) {
-    case PipelineStep::kGenerate: return "generator";
-    case PipelineStep::kValidateCompute: return "validator (compute order)";
-    case PipelineStep::kLower: return "lowering";
-    case PipelineStep::kValidateLowered: return "validator";
-    case PipelineStep::kSimulate: return "simulator";
+    case PipelineStep::kGenerate:
+      return "generator";
+    case PipelineStep::kValidateCompute:
+      return "validator (compute order)";
+    case PipelineStep::kLower:
+      return "lowering";
+    case PipelineStep::kValidateLowered:
+      return "validator";
+    case PipelineStep::kSimulate:
+      return "simulator";
   }
   return "?";
 }

@@ -9,17 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "schedules/action.h"
 #include "base/status.h"
+#include "schedules/action.h"
 
 namespace pw {
 
 struct Program {
-  int pp_size = 0;           // P: number of ranks
-  int num_stages = 0;        // S = P * v global stages
-  int num_microbatches = 0;  // m
-  std::vector<int> stage_to_rank;              // size S; stage s lives on rank stage_to_rank[s]
-  std::vector<std::vector<Action>> ranks;      // size P; ranks[r] = rank r's actions in order
+  int pp_size = 0;                         // P: number of ranks
+  int num_stages = 0;                      // S = P * v global stages
+  int num_microbatches = 0;                // m
+  std::vector<int> stage_to_rank;          // size S; stage s lives on rank stage_to_rank[s]
+  std::vector<std::vector<Action>> ranks;  // size P; ranks[r] = rank r's actions in order
   // D: data-parallel replicas of this pipeline (world size pp_size * dp_size;
   // every replica runs these same lists). With D > 1 each stage's list holds
   // one REDUCE_GRAD after its last B/W (docs/PLAN_FORMAT.md rule 10).
@@ -64,7 +64,6 @@ struct GridMark {
 // PyTorch's `_format_pipeline_order`: "Step 003: 0F3      1I0 ...". Each
 // marked cell is wrapped as "[1F3]" and its row ends with "<-- ERROR HERE".
 // Long programs show `context` rows around the marks (all rows if no marks).
-std::string FormatGrid(const Program& program, const std::vector<GridMark>& marks = {},
-                       int context = 6);
+std::string FormatGrid(const Program& program, const std::vector<GridMark>& marks = {}, int context = 6);
 
 }  // namespace pw

@@ -1,12 +1,11 @@
 #include "schedules/registry.h"
 
-#include "base/limits.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
 
+#include "base/limits.h"
 #include "schedules/generators/generators.h"
 #include "schedules/simulate.h"
 
@@ -44,8 +43,7 @@ const std::vector<Entry>& Registry() {
       {{"zb-v", "ZB-V", Placement::kV, 2, 2, 2, true, "Qi et al. 2024 (zero bubble) §6", true},
        GenerateZBV,
        {"zbv", "zbvzerobubble"}},
-      {{"zb-auto", "ZB-auto", Placement::kLoop, 1, 1, 1, true, "Qi et al. 2024 (zero bubble) §3.1 heuristic",
-        true},
+      {{"zb-auto", "ZB-auto", Placement::kLoop, 1, 1, 1, true, "Qi et al. 2024 (zero bubble) §3.1 heuristic", true},
        GenerateZBAuto,
        {"zbauto", "auto"}},
       {{"v-half", "V-Half", Placement::kV, 2, 2, 2, true,
@@ -57,8 +55,7 @@ const std::vector<Entry>& Registry() {
        GenerateVMin,
        {"vmin"}},
       {{"v-auto", "V-auto", Placement::kV, 2, 2, 2, true,
-        "Qi et al. 2024 (controllable memory, arXiv 2405.15362) §3-§4, App. A adaptive building-block search",
-        true},
+        "Qi et al. 2024 (controllable memory, arXiv 2405.15362) §3-§4, App. A adaptive building-block search", true},
        GenerateVAuto,
        {"vauto"}},
       {{"interleaved-zb", "Interleaved ZB", Placement::kLoop, 2, 2, 0, true,
@@ -121,8 +118,7 @@ Program MakeEmptyProgram(const ScheduleRequest& req, int virtual_stages, Placeme
   return p;
 }
 
-Program OneMicrobatchProgram(const ScheduleRequest& req, int virtual_stages, Placement placement,
-                             bool split_backward) {
+Program OneMicrobatchProgram(const ScheduleRequest& req, int virtual_stages, Placement placement, bool split_backward) {
   ScheduleRequest one = req;
   one.num_microbatches = 1;
   Program p = MakeEmptyProgram(one, virtual_stages, placement);
@@ -183,15 +179,14 @@ StatusOr<ScheduleRequest> Resolve(const ScheduleRequest& request, const Entry** 
   PW_RETURN_IF_ERROR(limits::CheckRange("P*v = --pp x --virtual-stages", int64_t{req.pp_size} * v, limits::kMaxStages,
                                         "global stages"));
   PW_RETURN_IF_ERROR(limits::CheckRange("S*m = stages x --num-microbatches",
-                                        int64_t{req.pp_size} * v * req.num_microbatches,
-                                        limits::kMaxStageMicrobatches,
+                                        int64_t{req.pp_size} * v * req.num_microbatches, limits::kMaxStageMicrobatches,
                                         "stage-microbatch pairs: per-pair arrays and ~6 actions each"));
   if (v < info.min_virtual_stages || (info.max_virtual_stages > 0 && v > info.max_virtual_stages)) {
     std::string range = info.min_virtual_stages == info.max_virtual_stages
                             ? "exactly " + std::to_string(info.min_virtual_stages)
                             : std::to_string(info.min_virtual_stages) + " or more";
-    return Status::InvalidArgument(info.display_name + " needs " + range +
-                                   " stages per rank (--virtual-stages), got " + std::to_string(v));
+    return Status::InvalidArgument(info.display_name + " needs " + range + " stages per rank (--virtual-stages), got " +
+                                   std::to_string(v));
   }
   const int S = req.pp_size * v;
   if (req.costs.stages.empty()) req.costs = UniformCosts(S);
@@ -199,9 +194,8 @@ StatusOr<ScheduleRequest> Resolve(const ScheduleRequest& request, const Entry** 
     return Status::InvalidArgument("--costs: expected costs for " + std::to_string(S) + " stages (P*v), got " +
                                    std::to_string(req.costs.stages.size()));
   if (!req.rank_memory_limits.empty() && static_cast<int>(req.rank_memory_limits.size()) != req.pp_size)
-    return Status::InvalidArgument("--memory-limit: expected a limit for each of the " +
-                                   std::to_string(req.pp_size) + " ranks, got " +
-                                   std::to_string(req.rank_memory_limits.size()));
+    return Status::InvalidArgument("--memory-limit: expected a limit for each of the " + std::to_string(req.pp_size) +
+                                   " ranks, got " + std::to_string(req.rank_memory_limits.size()));
   return req;
 }
 
@@ -225,13 +219,12 @@ Status CheckMemoryLimit(const Program& program, const ScheduleRequest& req, cons
   for (const Entry& e : Registry())
     if (e.info.memory_adaptive && e.info.name != info.name) adaptive += (adaptive.empty() ? "" : ", ") + e.info.name;
   const int64_t peak = sim.per_rank[worst].peak_memory_bytes - sim.per_rank[worst].start_memory_bytes;
-  return Status::Infeasible(info.display_name + " needs " + std::to_string(peak) +
-                            " bytes of activation memory on rank " + std::to_string(worst) + ", over " +
-                            RankLimitText(req, worst) + " (activation bytes per rank, static bytes excluded); raise "
-                            "--memory-limit" +
-                            (adaptive.empty() ? std::string()
-                                              : " or use a schedule that fits its order to the limit (" + adaptive +
-                                                    ")"));
+  return Status::Infeasible(
+      info.display_name + " needs " + std::to_string(peak) + " bytes of activation memory on rank " +
+      std::to_string(worst) + ", over " + RankLimitText(req, worst) +
+      " (activation bytes per rank, static bytes excluded); raise "
+      "--memory-limit" +
+      (adaptive.empty() ? std::string() : " or use a schedule that fits its order to the limit (" + adaptive + ")"));
 }
 
 }  // namespace

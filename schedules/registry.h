@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "base/costs.h"
-#include "schedules/program.h"
 #include "base/status.h"
+#include "schedules/program.h"
 
 namespace pw {
 
@@ -55,10 +55,10 @@ struct ScheduleInfo {
   std::string display_name;  // e.g. "Interleaved 1F1B"
   Placement placement;       // stage -> rank placement
   int default_virtual_stages;
-  int min_virtual_stages;    // allowed v range (inclusive)
-  int max_virtual_stages;    // 0 = no upper bound
-  bool split_backward;       // uses I/W instead of B
-  std::string source;        // paper / code the order follows
+  int min_virtual_stages;  // allowed v range (inclusive)
+  int max_virtual_stages;  // 0 = no upper bound
+  bool split_backward;     // uses I/W instead of B
+  std::string source;      // paper / code the order follows
   // The generator fits its order to the request's memory limit (fewer
   // microbatches in flight under a lower limit: zb-auto, zb-v). Other
   // families emit one order whatever the limit; GenerateSchedule refuses it

@@ -8,11 +8,16 @@ namespace pw {
 
 int64_t MemoryDelta(ActionType type, const StageMemory& memory) {
   switch (type) {  // docs/PLAN_FORMAT.md rule 7
-    case ActionType::kF: return memory.activation;
-    case ActionType::kB: return -memory.activation;
-    case ActionType::kI: return memory.wstash - memory.activation;
-    case ActionType::kW: return -memory.wstash;
-    default: return 0;
+    case ActionType::kF:
+      return memory.activation;
+    case ActionType::kB:
+      return -memory.activation;
+    case ActionType::kI:
+      return memory.wstash - memory.activation;
+    case ActionType::kW:
+      return -memory.wstash;
+    default:
+      return 0;
   }
 }
 
@@ -27,7 +32,7 @@ constexpr double kNotDone = -1.0;
 enum Dir { kFwd = 0, kBwd = 1 };
 
 struct SentMessage {
-  int stage;       // sending stage
+  int stage;  // sending stage
   int microbatch;
   double arrival;  // post time + message time
 };
@@ -95,7 +100,8 @@ class Engine {
   Status Error(int r, const std::string& why) const {
     const Action& a = p_.ranks[r][pos_[r]];
     return Status::InvalidArgument("rank " + std::to_string(r) + ", action " + std::to_string(pos_[r]) + " '" +
-                                   a.ToString() + "': " + why + "\n" + FormatGrid(p_, {{r, static_cast<int>(pos_[r])}}));
+                                   a.ToString() + "': " + why + "\n" +
+                                   FormatGrid(p_, {{r, static_cast<int>(pos_[r])}}));
   }
 
   // Waits for a message (lowered program) or a remote producer (compute-only).
@@ -116,9 +122,9 @@ class Engine {
     }
     int64_t slot = recv_slot_[Key(stage, mb) * 2 + dir];
     if (slot < 0) {
-      *err = Error(r, std::string("computing before receiving its input: no ") +
-                          (dir == kFwd ? "RECV_F" : "RECV_B") + " for stage " + std::to_string(stage) +
-                          " microbatch " + std::to_string(mb) + " earlier on this rank");
+      *err = Error(r, std::string("computing before receiving its input: no ") + (dir == kFwd ? "RECV_F" : "RECV_B") +
+                          " for stage " + std::to_string(stage) + " microbatch " + std::to_string(mb) +
+                          " earlier on this rank");
       return true;
     }
     int c = static_cast<int>(slot >> 32);
@@ -212,8 +218,8 @@ class Engine {
   Input BackwardInput(int r, int s, int mb, double* ready, Status* err) {
     const size_t k = Key(s, mb);
     if (bwd_end_[k] != kNotDone) {
-      *err = Error(r, "input-gradient backward of stage " + std::to_string(s) + " microbatch " +
-                          std::to_string(mb) + " computed twice");
+      *err = Error(r, "input-gradient backward of stage " + std::to_string(s) + " microbatch " + std::to_string(mb) +
+                          " computed twice");
       return kError;
     }
     if (f_end_[k] == kNotDone) {
@@ -254,8 +260,8 @@ class Engine {
             return Error(r, std::string("stage ") + std::to_string(s) + " has no " + (fwd ? "next" : "previous") +
                                 " stage to send to");
           if (RankOf(peer_stage) == r)
-            return Error(r, "stages " + std::to_string(s) + " and " + std::to_string(peer_stage) +
-                                " share rank " + std::to_string(r) + ": no SEND/RECV between them");
+            return Error(r, "stages " + std::to_string(s) + " and " + std::to_string(peer_stage) + " share rank " +
+                                std::to_string(r) + ": no SEND/RECV between them");
           double produced = fwd ? f_end_[k] : bwd_end_[k];
           if (produced == kNotDone)
             return Error(r, std::string("SEND before the ") + (fwd ? "F" : "I/B") + " that produces its tensor");
@@ -274,8 +280,8 @@ class Engine {
             return Error(r, std::string("stage ") + std::to_string(s) + " has no " + (fwd ? "previous" : "next") +
                                 " stage to receive from");
           if (RankOf(peer_stage) == r)
-            return Error(r, "stages " + std::to_string(s) + " and " + std::to_string(peer_stage) +
-                                " share rank " + std::to_string(r) + ": no SEND/RECV between them");
+            return Error(r, "stages " + std::to_string(s) + " and " + std::to_string(peer_stage) + " share rank " +
+                                std::to_string(r) + ": no SEND/RECV between them");
           int c = Channel(RankOf(peer_stage), r, fwd ? kFwd : kBwd);
           int64_t& slot = recv_slot_[k * 2 + (fwd ? kFwd : kBwd)];
           if (slot >= 0) return Error(r, "received twice");
@@ -419,8 +425,8 @@ class Engine {
       sum_busy += rr.busy_s;
       // A rank's next step needs its reduced gradients (its optimizer step
       // waits for its REDUCE_GRADs): they end its step too.
-      result_.steady_step_s = std::max(result_.steady_step_s,
-                                       std::max(rr.last_compute_end_s, reduce_free_[r]) - rr.first_compute_start_s);
+      result_.steady_step_s =
+          std::max(result_.steady_step_s, std::max(rr.last_compute_end_s, reduce_free_[r]) - rr.first_compute_start_s);
     }
     double total = p_.pp_size * result_.makespan_s;
     result_.bubble_ratio = BubbleRatio(sum_busy, p_.pp_size, result_.makespan_s);
@@ -434,14 +440,14 @@ class Engine {
   std::vector<double> f_end_, bwd_end_;
   std::vector<bool> i_done_;
   std::vector<int64_t> recv_slot_;  // (channel << 32 | k) per (stage, mb, dir)
-  std::vector<int> channel_of_;  // dense (src, dst, dir) -> channel id or -1
+  std::vector<int> channel_of_;     // dense (src, dst, dir) -> channel id or -1
   std::vector<std::vector<SentMessage>> sends_;
   std::vector<size_t> recv_count_;
   std::vector<int> channel_dst_;  // channel id -> receiving rank
   std::vector<Blocked> blocked_;  // per rank
   std::vector<size_t> pos_;
   std::vector<double> free_;
-  std::vector<double> reduce_free_;  // per rank: when its data-parallel lane is free
+  std::vector<double> reduce_free_;    // per rank: when its data-parallel lane is free
   std::vector<int64_t> held_buffers_;  // per rank: reduction buffers held until the step ends
   std::vector<int64_t> mem_;
   SimResult result_;

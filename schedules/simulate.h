@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "base/costs.h"
-#include "schedules/program.h"
 #include "base/status.h"
+#include "schedules/program.h"
 
 namespace pw {
 
@@ -47,17 +47,18 @@ struct RankResult {
   int64_t start_memory_bytes = 0;      // static bytes of the rank's stages
   int64_t end_memory_bytes = 0;        // where the walk ends (== start for a sound plan)
   int64_t peak_memory_bytes = 0;       // max of the walk (rule 7)
-  std::vector<MemoryPoint> memory;     // walk: a point per compute action (at its end; two for OVERLAP_F_B, after each half) and per REDUCE_GRAD
-                                       // holding a buffer (at its start) and one at the makespan freeing them
+  std::vector<MemoryPoint>
+      memory;  // walk: a point per compute action (at its end; two for OVERLAP_F_B, after each half) and per
+               // REDUCE_GRAD holding a buffer (at its start) and one at the makespan freeing them
 };
 
 struct SimResult {
   std::vector<std::vector<ActionTiming>> timing;  // [rank][index], same shape as Program::ranks
   std::vector<RankResult> per_rank;               // size P
-  double makespan_s = 0.0;      // latest end of any action (rule 8)
-  double steady_step_s = 0.0;   // max over ranks of last compute (or REDUCE_GRAD) end - first compute start (rule 9)
-  double bubble_ratio = 0.0;    // 1 - sum(busy) / (P * makespan) (rule 8)
-  double bubble_overhead = 0.0; // Megatron's idle/busy: (P*makespan - sum busy) / sum busy
+  double makespan_s = 0.0;                        // latest end of any action (rule 8)
+  double steady_step_s = 0.0;    // max over ranks of last compute (or REDUCE_GRAD) end - first compute start (rule 9)
+  double bubble_ratio = 0.0;     // 1 - sum(busy) / (P * makespan) (rule 8)
+  double bubble_overhead = 0.0;  // Megatron's idle/busy: (P*makespan - sum busy) / sum busy
 };
 
 // Simulates `program` with `costs` (one StageCost and StageMemory per stage).

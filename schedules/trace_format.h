@@ -60,8 +60,8 @@ namespace pw {
 
 inline constexpr const char* kTraceFormat = "pipewright-trace";
 inline constexpr int kTraceVersion = 1;
-inline constexpr int kTraceComputeTid = 0;  // thread "compute"
-inline constexpr int kTraceCommTid = 1;     // thread "comm"
+inline constexpr int kTraceComputeTid = 0;                    // thread "compute"
+inline constexpr int kTraceCommTid = 1;                       // thread "comm"
 inline constexpr const char* kTraceMemoryCounter = "memory";  // counter name; series "bytes"
 inline constexpr double kTraceMicrosPerSecond = 1e6;          // ts/dur are µs
 

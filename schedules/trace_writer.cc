@@ -17,11 +17,15 @@ double RoundToNanos(double micros) { return std::round(micros * 1000.0) / 1000.0
 int PeerStage(const Action& a) {
   switch (a.type) {
     case ActionType::kSendF:
-    case ActionType::kRecvB: return a.stage + 1;
+    case ActionType::kRecvB:
+      return a.stage + 1;
     case ActionType::kRecvF:
-    case ActionType::kSendB: return a.stage - 1;
-    case ActionType::kReduceGrad: return -1;  // a collective over the data-parallel group: no pipeline peer
-    default: return a.stage;
+    case ActionType::kSendB:
+      return a.stage - 1;
+    case ActionType::kReduceGrad:
+      return -1;  // a collective over the data-parallel group: no pipeline peer
+    default:
+      return a.stage;
   }
 }
 
@@ -41,8 +45,10 @@ ojson OtherData(const TraceHeader& h) {
   other["num_stages"] = h.num_stages;
   other["num_microbatches"] = h.num_microbatches;
   other["stage_to_rank"] = h.stage_to_rank;
-  if (h.memory_limit_bytes) other["memory_limit_bytes"] = *h.memory_limit_bytes;
-  else other["memory_limit_bytes"] = nullptr;
+  if (h.memory_limit_bytes)
+    other["memory_limit_bytes"] = *h.memory_limit_bytes;
+  else
+    other["memory_limit_bytes"] = nullptr;
   if (!h.plan_hash.empty()) other["plan_hash"] = h.plan_hash;
   other["title"] = h.title;
   if (h.memory_unit_bytes != 1 || h.memory_unit_name != "B")
@@ -57,11 +63,24 @@ double TraceMicros(double seconds) { return RoundToNanos(seconds * kTraceMicrosP
 int64_t TraceFlowId(const Action& a, int num_stages, int num_microbatches) {
   int sender = 0, direction = 0;
   switch (a.type) {
-    case ActionType::kSendF: sender = a.stage; direction = 0; break;
-    case ActionType::kRecvF: sender = a.stage - 1; direction = 0; break;
-    case ActionType::kSendB: sender = a.stage; direction = 1; break;
-    case ActionType::kRecvB: sender = a.stage + 1; direction = 1; break;
-    default: return 0;
+    case ActionType::kSendF:
+      sender = a.stage;
+      direction = 0;
+      break;
+    case ActionType::kRecvF:
+      sender = a.stage - 1;
+      direction = 0;
+      break;
+    case ActionType::kSendB:
+      sender = a.stage;
+      direction = 1;
+      break;
+    case ActionType::kRecvB:
+      sender = a.stage + 1;
+      direction = 1;
+      break;
+    default:
+      return 0;
   }
   if (sender < 0 || sender >= num_stages || a.microbatch < 0 || a.microbatch >= num_microbatches) return 0;
   return 1 + (static_cast<int64_t>(direction) * num_stages + sender) * num_microbatches + a.microbatch;
@@ -70,13 +89,15 @@ int64_t TraceFlowId(const Action& a, int num_stages, int num_microbatches) {
 ojson TraceRankEvents(const TraceHeader& header, const TraceRank& tr) {
   const int r = tr.rank;
   ojson events = ojson::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r},
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", r},
                     {"args", {{"name", "rank " + std::to_string(r) + " (stages " + StagesList(tr.stages) + ")"}}}});
   events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"args", {{"sort_index", r}}}});
-  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", kTraceComputeTid},
-                    {"args", {{"name", "compute"}}}});
-  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", kTraceCommTid},
-                    {"args", {{"name", "comm"}}}});
+  events.push_back(
+      {{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", kTraceComputeTid}, {"args", {{"name", "compute"}}}});
+  events.push_back(
+      {{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", kTraceCommTid}, {"args", {{"name", "comm"}}}});
   for (const TraceSpan& s : tr.spans) {
     const Action& a = s.action;
     const std::string name = a.ToString();
@@ -107,14 +128,17 @@ ojson TraceRankEvents(const TraceHeader& header, const TraceRank& tr) {
     events.push_back(std::move(e));
   }
   for (const MemoryPoint& p : tr.memory)
-    events.push_back({{"name", kTraceMemoryCounter}, {"ph", "C"}, {"pid", r}, {"ts", TraceMicros(p.time)},
+    events.push_back({{"name", kTraceMemoryCounter},
+                      {"ph", "C"},
+                      {"pid", r},
+                      {"ts", TraceMicros(p.time)},
                       {"args", {{"bytes", p.bytes}}}});
   return events;
 }
 
 std::string TraceJson(const TraceHeader& header, const std::vector<TraceRank>& ranks) {
-  std::string out = "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + OtherData(header).dump() +
-                    ",\n\"traceEvents\": [\n";
+  std::string out =
+      "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " + OtherData(header).dump() + ",\n\"traceEvents\": [\n";
   bool first = true;
   for (const TraceRank& tr : ranks)
     for (const ojson& e : TraceRankEvents(header, tr)) {

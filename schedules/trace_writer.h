@@ -24,11 +24,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "schedules/action.h"
 #include "schedules/simulate.h"
@@ -42,7 +41,7 @@ struct TraceHeader {
   int pp_size = 0;
   int num_stages = 0;
   int num_microbatches = 0;
-  std::vector<int> stage_to_rank;  // size num_stages
+  std::vector<int> stage_to_rank;             // size num_stages
   std::optional<int64_t> memory_limit_bytes;  // written as null when absent
   std::string plan_hash;                      // omitted when empty
   std::string title;

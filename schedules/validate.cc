@@ -27,33 +27,33 @@ Status ValidateComputeOrder(const Program& p) {
       // An OVERLAP_F_B counts as its F half, then its B half.
       const int halves = IsOverlap(whole.type) ? 2 : 1;
       for (int h = 0; h < halves; ++h) {
-      const Action a = h == 0 ? ForwardHalf(whole) : BackwardHalf(whole);
-      const std::string half = halves == 1 ? "" : h == 0 ? "its F half: " : "its B half: ";
-      size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
-      auto fail = [&](const std::string& why) {
-        return Status::InvalidArgument(Where(p, r, i) + ": " + half + why + "\n" + FormatGrid(p, {{r, int(i)}}));
-      };
-      switch (a.type) {
-        case ActionType::kF:
-          if (nf[k]++) return fail("a second forward of this stage and microbatch");
-          break;
-        case ActionType::kB:
-          if (!nf[k]) return fail("backward before its forward");
-          if (nb[k] || ni[k]) return fail("a second backward of this stage and microbatch");
-          nb[k]++;
-          break;
-        case ActionType::kI:
-          if (!nf[k]) return fail("input-gradient pass before its forward");
-          if (nb[k] || ni[k]) return fail("a second backward of this stage and microbatch");
-          ni[k]++;
-          break;
-        case ActionType::kW:
-          if (!ni[k]) return fail("weight-gradient pass before its input-gradient pass (I)");
-          if (nw[k]++) return fail("a second weight-gradient pass of this stage and microbatch");
-          break;
-        default:
-          break;
-      }
+        const Action a = h == 0 ? ForwardHalf(whole) : BackwardHalf(whole);
+        const std::string half = halves == 1 ? "" : h == 0 ? "its F half: " : "its B half: ";
+        size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
+        auto fail = [&](const std::string& why) {
+          return Status::InvalidArgument(Where(p, r, i) + ": " + half + why + "\n" + FormatGrid(p, {{r, int(i)}}));
+        };
+        switch (a.type) {
+          case ActionType::kF:
+            if (nf[k]++) return fail("a second forward of this stage and microbatch");
+            break;
+          case ActionType::kB:
+            if (!nf[k]) return fail("backward before its forward");
+            if (nb[k] || ni[k]) return fail("a second backward of this stage and microbatch");
+            nb[k]++;
+            break;
+          case ActionType::kI:
+            if (!nf[k]) return fail("input-gradient pass before its forward");
+            if (nb[k] || ni[k]) return fail("a second backward of this stage and microbatch");
+            ni[k]++;
+            break;
+          case ActionType::kW:
+            if (!ni[k]) return fail("weight-gradient pass before its input-gradient pass (I)");
+            if (nw[k]++) return fail("a second weight-gradient pass of this stage and microbatch");
+            break;
+          default:
+            break;
+        }
       }
     }
   }
@@ -61,12 +61,15 @@ Status ValidateComputeOrder(const Program& p) {
     for (int mb = 0; mb < p.num_microbatches; ++mb) {
       size_t k = static_cast<size_t>(s) * p.num_microbatches + mb;
       std::string what;
-      if (!nf[k]) what = "no forward (F)";
-      else if (!nb[k] && !ni[k]) what = "no backward (B, or I and W)";
-      else if (ni[k] && !nw[k]) what = "an I but no W";
+      if (!nf[k])
+        what = "no forward (F)";
+      else if (!nb[k] && !ni[k])
+        what = "no backward (B, or I and W)";
+      else if (ni[k] && !nw[k])
+        what = "an I but no W";
       if (!what.empty())
-        return Status::InvalidArgument("stage " + std::to_string(s) + " microbatch " + std::to_string(mb) +
-                                       " (rank " + std::to_string(p.stage_to_rank[s]) + ") has " + what + "\n" +
+        return Status::InvalidArgument("stage " + std::to_string(s) + " microbatch " + std::to_string(mb) + " (rank " +
+                                       std::to_string(p.stage_to_rank[s]) + ") has " + what + "\n" +
                                        FormatGrid(p, {{p.stage_to_rank[s], int(p.ranks[p.stage_to_rank[s]].size())}}));
     }
   }
@@ -97,9 +100,8 @@ Status ValidateReduceGrad(const Program& p, bool require_all) {
         if (reduce_at[stage] >= 0)
           return Status::InvalidArgument(
               Where(p, r, static_cast<size_t>(reduce_at[stage])) + ": the gradient reduction of stage " +
-              std::to_string(stage) + " comes before its backward '" + a.ToString() + "' (action " +
-              std::to_string(i) + "); it must follow the stage's last B/W\n" +
-              FormatGrid(p, {{r, reduce_at[stage]}, {r, at}}));
+              std::to_string(stage) + " comes before its backward '" + a.ToString() + "' (action " + std::to_string(i) +
+              "); it must follow the stage's last B/W\n" + FormatGrid(p, {{r, reduce_at[stage]}, {r, at}}));
         last_bwd[stage] = at;
       }
     }
@@ -107,11 +109,11 @@ Status ValidateReduceGrad(const Program& p, bool require_all) {
     for (int s = 0; s < p.num_stages; ++s)
       if (reduce_at[s] < 0) {
         const int r = p.stage_to_rank[s];
-        return Status::InvalidArgument(
-            "stage " + std::to_string(s) + " (rank " + std::to_string(r) + ") has no REDUCE_GRAD but dp_size is " +
-            std::to_string(p.dp_size) + ": each stage reduces its gradients over its data-parallel group once per "
-            "step, after its last B/W (action " + std::to_string(last_bwd[s]) + ")\n" +
-            FormatGrid(p, {{r, last_bwd[s]}}));
+        return Status::InvalidArgument("stage " + std::to_string(s) + " (rank " + std::to_string(r) +
+                                       ") has no REDUCE_GRAD but dp_size is " + std::to_string(p.dp_size) +
+                                       ": each stage reduces its gradients over its data-parallel group once per "
+                                       "step, after its last B/W (action " +
+                                       std::to_string(last_bwd[s]) + ")\n" + FormatGrid(p, {{r, last_bwd[s]}}));
       }
   return Status::Ok();
 }
@@ -166,8 +168,7 @@ Status CheckRendezvous(const Program& p) {
         continue;
       }
       int q = peer_of(r);
-      bool match = parked[q] && slot[q][pos[q]] == slot[r][pos[r]] &&
-                   IsSend(p.ranks[q][pos[q]].type) != IsSend(a.type);
+      bool match = parked[q] && slot[q][pos[q]] == slot[r][pos[r]] && IsSend(p.ranks[q][pos[q]].type) != IsSend(a.type);
       if (!match) {
         parked[r] = true;
         break;
@@ -183,8 +184,8 @@ Status CheckRendezvous(const Program& p) {
   for (int r = 0; r < p.pp_size; ++r) {
     if (pos[r] < p.ranks[r].size()) {
       marks.push_back({r, static_cast<int>(pos[r])});
-      why += "\n  rank " + std::to_string(r) + " blocks in '" + p.ranks[r][pos[r]].ToString() +
-             "' (action " + std::to_string(pos[r]) + ") until its peer reaches the matching operation";
+      why += "\n  rank " + std::to_string(r) + " blocks in '" + p.ranks[r][pos[r]].ToString() + "' (action " +
+             std::to_string(pos[r]) + ") until its peer reaches the matching operation";
     }
   }
   if (!marks.empty())
@@ -252,11 +253,20 @@ Status ValidateProgram(const Program& p, const ValidateOptions& options) {
         if (!IsComm(a.type)) continue;
         size_t k = static_cast<size_t>(a.stage) * p.num_microbatches + a.microbatch;
         switch (a.type) {
-          case ActionType::kSendF: count[k * 4 + 0]++; break;
-          case ActionType::kRecvF: count[k * 4 + 1]++; break;
-          case ActionType::kSendB: count[k * 4 + 2]++; break;
-          case ActionType::kRecvB: count[k * 4 + 3]++; break;
-          default: break;
+          case ActionType::kSendF:
+            count[k * 4 + 0]++;
+            break;
+          case ActionType::kRecvF:
+            count[k * 4 + 1]++;
+            break;
+          case ActionType::kSendB:
+            count[k * 4 + 2]++;
+            break;
+          case ActionType::kRecvB:
+            count[k * 4 + 3]++;
+            break;
+          default:
+            break;
         }
       }
     for (int s = 0; s < p.num_stages; ++s)
@@ -268,11 +278,11 @@ Status ValidateProgram(const Program& p, const ValidateOptions& options) {
         const char* names[4] = {"SEND_F", "RECV_F", "SEND_B", "RECV_B"};
         for (int t = 0; t < 4; ++t)
           if (count[k * 4 + t] != want[t])
-            return Status::InvalidArgument(
-                "stage " + std::to_string(s) + " microbatch " + std::to_string(mb) + " (rank " +
-                std::to_string(p.stage_to_rank[s]) + ") has " + std::to_string(count[k * 4 + t]) + " " +
-                names[t] + " action(s), expected " + std::to_string(want[t]) +
-                (want[t] ? "" : " (the peer stage is on the same rank or does not exist)"));
+            return Status::InvalidArgument("stage " + std::to_string(s) + " microbatch " + std::to_string(mb) +
+                                           " (rank " + std::to_string(p.stage_to_rank[s]) + ") has " +
+                                           std::to_string(count[k * 4 + t]) + " " + names[t] + " action(s), expected " +
+                                           std::to_string(want[t]) +
+                                           (want[t] ? "" : " (the peer stage is on the same rank or does not exist)"));
       }
   }
   auto sim = Simulate(p, UniformCosts(p.num_stages));

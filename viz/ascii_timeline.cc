@@ -1,11 +1,11 @@
 #include "viz/ascii_timeline.h"
 
-#include "viz/window.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <vector>
+
+#include "viz/window.h"
 
 namespace pw::viz {
 
@@ -20,11 +20,16 @@ constexpr int kCutColumns = 3;     // "~~~"
 
 const char* AnsiColor(ActionType t) {
   switch (t) {
-    case ActionType::kF: return "\x1b[97;44m";  // white on blue
-    case ActionType::kB: return "\x1b[30;42m";  // black on green
-    case ActionType::kI: return "\x1b[30;43m";  // black on yellow
-    case ActionType::kW: return "\x1b[97;45m";  // white on magenta
-    default: return "";
+    case ActionType::kF:
+      return "\x1b[97;44m";  // white on blue
+    case ActionType::kB:
+      return "\x1b[30;42m";  // black on green
+    case ActionType::kI:
+      return "\x1b[30;43m";  // black on yellow
+    case ActionType::kW:
+      return "\x1b[97;45m";  // white on magenta
+    default:
+      return "";
   }
 }
 
@@ -73,8 +78,7 @@ RankCells PlaceBlocks(const std::vector<TimelineBlock>& blocks, double scale, in
     } else if (in[c].size() > 1) {
       rc.cell[c] = kMixed;
       int mb = blocks[in[c][0]].action.microbatch;
-      bool shared = std::all_of(in[c].begin(), in[c].end(),
-                                [&](int k) { return blocks[k].action.microbatch == mb; });
+      bool shared = std::all_of(in[c].begin(), in[c].end(), [&](int k) { return blocks[k].action.microbatch == mb; });
       rc.mixed_microbatch[c] = shared ? mb : -1;
     }
   }
@@ -131,10 +135,10 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   for (const TimelineRank& r : t.ranks)
     for (const TimelineBlock& b : r.compute)
       max_microbatch = std::max({max_microbatch, b.action.microbatch, b.action.b_microbatch});
-  std::string out = StrFormat("%s: %s, P=%d ranks, S=%d stages, m=%d microbatches%s\n", t.title.c_str(), t.kind.c_str(),
-                        t.pp_size, t.num_stages, t.num_microbatches,
-                        t.tp_size > 1 ? StrFormat(", T=%d tensor-parallel ranks per lane (per-TP-rank costs)", t.tp_size).c_str()
-                                      : "");
+  std::string out = StrFormat(
+      "%s: %s, P=%d ranks, S=%d stages, m=%d microbatches%s\n", t.title.c_str(), t.kind.c_str(), t.pp_size,
+      t.num_stages, t.num_microbatches,
+      t.tp_size > 1 ? StrFormat(", T=%d tensor-parallel ranks per lane (per-TP-rank costs)", t.tp_size).c_str() : "");
   if (t.makespan_s <= 0 || min_dur <= 0) return out + "(no compute time to draw)\n";
 
   const TimeWindow win = options.window ? ChooseWindow(t, avail, 1.0) : FullWindow(t);
@@ -143,27 +147,30 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
   const int plot = avail - (win.Compressed() ? kCutColumns : 0) - (static_cast<int>(win.spans.size()) - 1);
   const double shown = win.ShownSeconds();
   if (win.Compressed())
-    out += StrFormat("time WINDOWED: shown %s (warm-up and %d steady-state periods, %d periods and the cool-down); the "
-               "middle %s of steady state is cut at ~~~ (--window all draws every action)\n",
-               win.Describe().c_str(), kWindowPeriods, kWindowPeriods,
-               FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str());
+    out += StrFormat(
+        "time WINDOWED: shown %s (warm-up and %d steady-state periods, %d periods and the cool-down); the "
+        "middle %s of steady state is cut at ~~~ (--window all draws every action)\n",
+        win.Describe().c_str(), kWindowPeriods, kWindowPeriods,
+        FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str());
   double scale;  // columns per second
   double units = shown / min_dur;
   bool compressed = units > plot + 1e-9;
   if (!compressed) {
     int cols = std::min(kMaxColsPerMin, std::max(1, static_cast<int>(std::floor(plot / units + 1e-9))));
     scale = cols / min_dur;
-    out += StrFormat("time: 1 column = %s (shortest action %s = %d column%s); action edges rounded to the nearest "
-               "column\n",
-               FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(), cols, cols == 1 ? "" : "s");
+    out += StrFormat(
+        "time: 1 column = %s (shortest action %s = %d column%s); action edges rounded to the nearest "
+        "column\n",
+        FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(), cols, cols == 1 ? "" : "s");
   } else {
     scale = plot / shown;
     const int full_width = kLabelWidth + 1 + static_cast<int>(std::ceil(t.makespan_s / min_dur - 1e-9));
-    out += StrFormat("time COMPRESSED to fit %d columns: 1 column = %s, longer than the shortest action (%s); an action "
-               "shorter than half a column shares one (*); %s--width %d or more gives every action its own "
-               "columns\n",
-               width, FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(),
-               win.Compressed() ? "--window all " : "", full_width);
+    out += StrFormat(
+        "time COMPRESSED to fit %d columns: 1 column = %s, longer than the shortest action (%s); an action "
+        "shorter than half a column shares one (*); %s--width %d or more gives every action its own "
+        "columns\n",
+        width, FormatSeconds(1 / scale).c_str(), FormatSeconds(min_dur).c_str(),
+        win.Compressed() ? "--window all " : "", full_width);
   }
   // Columns of each shown span, and where each starts.
   std::vector<int> span_cols, span_col0;
@@ -288,17 +295,17 @@ std::string RenderAscii(const Timeline& t, const AsciiOptions& options) {
     int hidden = 0;
     for (int r = 0; r < t.pp_size; ++r) hidden = std::max(hidden, win.HiddenActions(t, r));
     out += StrFormat("  ~~~ = %s of steady state not drawn (up to %d actions per rank)\n",
-               FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str(), hidden);
+                     FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str(), hidden);
   }
   out += "  compute only: SEND/RECV are not drawn (see --format html or trace)\n";
   out += StrFormat("makespan %s, steady step %s, bubble ratio %.4f", FormatSeconds(t.makespan_s).c_str(),
-             FormatSeconds(t.steady_step_s).c_str(), t.bubble_ratio);
+                   FormatSeconds(t.steady_step_s).c_str(), t.bubble_ratio);
   if (t.memory_limit_bytes) out += ", memory limit " + FormatMemory(t, *t.memory_limit_bytes) + " per rank";
   out += "\n";
   for (int r = 0; r < t.pp_size; ++r) {
     const TimelineRank& tr = t.ranks[r];
     out += StrFormat("  rank %d: busy %s, idle %s (%.1f%%)", r, FormatSeconds(tr.busy_s).c_str(),
-               FormatSeconds(tr.idle_s).c_str(), t.makespan_s > 0 ? 100.0 * tr.idle_s / t.makespan_s : 0.0);
+                     FormatSeconds(tr.idle_s).c_str(), t.makespan_s > 0 ? 100.0 * tr.idle_s / t.makespan_s : 0.0);
     if (!tr.memory.empty()) out += ", peak memory " + FormatMemory(t, tr.peak_memory_bytes);
     out += "\n";
   }
@@ -316,11 +323,12 @@ std::string RenderStaticMemoryText(const Timeline& t) {
     if (sb.by_layer) {
       auto add = [&](const std::string& p) { parts += (parts.empty() ? " = " : " + ") + p; };
       if (r.embedding_bytes) add("embedding " + FormatMemory(t, r.embedding_bytes));
-      if (r.num_blocks) add(StrFormat("%d block%s ", r.num_blocks, r.num_blocks == 1 ? "" : "s") + FormatMemory(t, r.block_bytes));
+      if (r.num_blocks)
+        add(StrFormat("%d block%s ", r.num_blocks, r.num_blocks == 1 ? "" : "s") + FormatMemory(t, r.block_bytes));
       if (r.head_bytes) add("head " + FormatMemory(t, r.head_bytes));
     }
     out += StrFormat("  rank %d (stage%s %s): %s%s\n", r.rank, r.stages.size() == 1 ? "" : "s", stages.c_str(),
-               FormatMemory(t, r.bytes).c_str(), parts.c_str());
+                     FormatMemory(t, r.bytes).c_str(), parts.c_str());
   }
   return out;
 }

@@ -27,7 +27,8 @@ double NiceCeil(double v) {
 }
 
 std::string Header(int w, int h, const std::string& title) {
-  return StrFormat("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+  return StrFormat(
+             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
              "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
              "font-size=\"12\">\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
              w, h, w, h, w, h) +
@@ -44,8 +45,8 @@ std::string YAxis(double left, double right, double top_px, double bottom_px, do
          "\" stroke=\"#e0e0e0\"/><text x=\"" + N(left - 6) + "\" y=\"" + N(y + 4) + "\" text-anchor=\"end\">" +
          StrFormat("%.4g", v) + "</text>\n";
   }
-  s += "<text transform=\"translate(16," + N((top_px + bottom_px) / 2) +
-       ") rotate(-90)\" text-anchor=\"middle\">" + XmlEscape(label) + "</text>\n";
+  s += "<text transform=\"translate(16," + N((top_px + bottom_px) / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+       XmlEscape(label) + "</text>\n";
   return s;
 }
 
@@ -76,9 +77,9 @@ std::string LineChartSvg(const std::string& title, const std::string& x_label, c
   auto Y = [&](double y) { return bottom_px - (bottom_px - top_px) * y / top; };
   std::string s = Header(w, h, title) + YAxis(left, right, top_px, bottom_px, top, y_label);
   for (double t : x_ticks)
-    s += "<line x1=\"" + N(X(t)) + "\" y1=\"" + N(bottom_px) + "\" x2=\"" + N(X(t)) + "\" y2=\"" +
-         N(bottom_px + 4) + "\" stroke=\"#000\"/><text x=\"" + N(X(t)) + "\" y=\"" + N(bottom_px + 18) +
-         "\" text-anchor=\"middle\">" + StrFormat("%g", t) + "</text>\n";
+    s += "<line x1=\"" + N(X(t)) + "\" y1=\"" + N(bottom_px) + "\" x2=\"" + N(X(t)) + "\" y2=\"" + N(bottom_px + 4) +
+         "\" stroke=\"#000\"/><text x=\"" + N(X(t)) + "\" y=\"" + N(bottom_px + 18) + "\" text-anchor=\"middle\">" +
+         StrFormat("%g", t) + "</text>\n";
   s += "<line x1=\"" + N(left) + "\" y1=\"" + N(bottom_px) + "\" x2=\"" + N(right) + "\" y2=\"" + N(bottom_px) +
        "\" stroke=\"#000\"/>\n<text x=\"" + N((left + right) / 2) + "\" y=\"" + N(bottom_px + 40) +
        "\" text-anchor=\"middle\">" + XmlEscape(x_label) + "</text>\n";

@@ -27,8 +27,8 @@ StatusOr<TimelineDiff> DiffTimelines(const Timeline& measured, const Timeline& s
       if (it == sim_of.end())
         return Status::InvalidArgument("rank " + std::to_string(r) + ": '" + b.action.ToString() +
                                        "' is in the trace but not in the plan");
-      d.actions.push_back({r, b.action, b.start, b.end - b.start, it->second->start,
-                           it->second->end - it->second->start});
+      d.actions.push_back(
+          {r, b.action, b.start, b.end - b.start, it->second->start, it->second->end - it->second->start});
       sim_of.erase(it);
     }
     if (!sim_of.empty())
@@ -75,18 +75,19 @@ std::string RenderDiffText(const TimelineDiff& d, int max_actions) {
   std::string out;
   out += StrFormat("%-14s %14s %14s %9s\n", "", "measured", "simulated", "diff");
   out += StrFormat("%-14s %14s %14s %9s\n", "makespan", FormatSeconds(d.measured_makespan_s).c_str(),
-             FormatSeconds(d.simulated_makespan_s).c_str(), Pct(d.measured_makespan_s, d.simulated_makespan_s).c_str());
+                   FormatSeconds(d.simulated_makespan_s).c_str(),
+                   Pct(d.measured_makespan_s, d.simulated_makespan_s).c_str());
   out += StrFormat("%-14s %14s %14s %9s\n", "steady step", FormatSeconds(d.measured_steady_s).c_str(),
-             FormatSeconds(d.simulated_steady_s).c_str(), Pct(d.measured_steady_s, d.simulated_steady_s).c_str());
+                   FormatSeconds(d.simulated_steady_s).c_str(), Pct(d.measured_steady_s, d.simulated_steady_s).c_str());
   out += StrFormat("%-14s %14.4f %14.4f %+9.4f\n", "bubble ratio", d.measured_bubble, d.simulated_bubble,
-             d.measured_bubble - d.simulated_bubble);
+                   d.measured_bubble - d.simulated_bubble);
   out += "\nper rank (bubble = idle / makespan):\n";
-  out += StrFormat("%-5s %12s %12s %9s %10s %10s %9s\n", "rank", "busy meas", "busy sim", "diff", "bubble me", "bubble sim",
-             "diff");
+  out += StrFormat("%-5s %12s %12s %9s %10s %10s %9s\n", "rank", "busy meas", "busy sim", "diff", "bubble me",
+                   "bubble sim", "diff");
   for (const RankDiff& r : d.ranks)
     out += StrFormat("%-5d %12s %12s %9s %10.4f %10.4f %+9.4f\n", r.rank, FormatSeconds(r.measured_busy_s).c_str(),
-               FormatSeconds(r.simulated_busy_s).c_str(), Pct(r.measured_busy_s, r.simulated_busy_s).c_str(),
-               r.measured_bubble, r.simulated_bubble, r.measured_bubble - r.simulated_bubble);
+                     FormatSeconds(r.simulated_busy_s).c_str(), Pct(r.measured_busy_s, r.simulated_busy_s).c_str(),
+                     r.measured_bubble, r.simulated_bubble, r.measured_bubble - r.simulated_bubble);
   std::vector<ActionDiff> acts = d.actions;
   if (max_actions > 0 && static_cast<int>(acts.size()) > max_actions) {
     std::stable_sort(acts.begin(), acts.end(), [](const ActionDiff& a, const ActionDiff& b) {
@@ -98,16 +99,16 @@ std::string RenderDiffText(const TimelineDiff& d, int max_actions) {
     out += "\nper action:\n";
   }
   out += StrFormat("%-5s %-9s %12s %12s %12s %12s %9s\n", "rank", "action", "start meas", "start sim", "dur meas",
-             "dur sim", "dur diff");
+                   "dur sim", "dur diff");
   for (const ActionDiff& a : acts)
     out += StrFormat("%-5d %-9s %12s %12s %12s %12s %9s\n", a.rank, a.action.ToString().c_str(),
-               FormatSeconds(a.measured_start).c_str(), FormatSeconds(a.simulated_start).c_str(),
-               FormatSeconds(a.measured_dur).c_str(), FormatSeconds(a.simulated_dur).c_str(),
-               Pct(a.measured_dur, a.simulated_dur).c_str());
+                     FormatSeconds(a.measured_start).c_str(), FormatSeconds(a.simulated_start).c_str(),
+                     FormatSeconds(a.measured_dur).c_str(), FormatSeconds(a.simulated_dur).c_str(),
+                     Pct(a.measured_dur, a.simulated_dur).c_str());
   out += StrFormat("\ncritical path, measured (%zu actions): %s\n", d.measured_critical.size(),
-             PathText(d.measured_critical).c_str());
+                   PathText(d.measured_critical).c_str());
   out += StrFormat("critical path, simulated (%zu actions): %s\n", d.simulated_critical.size(),
-             PathText(d.simulated_critical).c_str());
+                   PathText(d.simulated_critical).c_str());
   return out;
 }
 

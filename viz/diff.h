@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "viz/timeline.h"
 #include "base/status.h"
+#include "viz/timeline.h"
 
 namespace pw::viz {
 

@@ -4,13 +4,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "viz/trace_reader.h"
-#include "schedules/pipeline.h"
 #include "schedules/csv.h"
 #include "schedules/lower.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
+#include "viz/trace_reader.h"
 
 namespace pw::viz {
 

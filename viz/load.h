@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "viz/timeline.h"
 #include "base/costs.h"
-#include "plan/plan.h"
 #include "base/status.h"
+#include "plan/plan.h"
+#include "viz/timeline.h"
 
 namespace pw::viz {
 
@@ -24,10 +24,10 @@ struct LoadOptions {
 struct LoadedInput {
   InputKind kind = InputKind::kPlan;
   Timeline timeline;
-  std::optional<Plan> plan;         // set for kPlan
-  std::optional<Program> program;   // the lowered program drawn (kPlan, kCsv); unset for traces
-  std::string plan_hash;            // PlanHash of the plan, or the trace's otherData.plan_hash
-  std::vector<std::string> notes;   // warnings for the user (e.g. stale "predicted" numbers)
+  std::optional<Plan> plan;        // set for kPlan
+  std::optional<Program> program;  // the lowered program drawn (kPlan, kCsv); unset for traces
+  std::string plan_hash;           // PlanHash of the plan, or the trace's otherData.plan_hash
+  std::vector<std::string> notes;  // warnings for the user (e.g. stale "predicted" numbers)
 };
 
 // Reads `path` and builds its timeline. Errors name the file and the place:

@@ -1,5 +1,4 @@
 #include "viz/report.h"
-#include "base/file_io.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,15 +10,16 @@
 #include <cstring>
 #include <numeric>
 
-#include "viz/chart.h"
-#include "viz/load.h"
-#include "viz/trace_reader.h"
-#include "schedules/pipeline.h"
-#include "schedules/lower.h"
+#include "base/file_io.h"
 #include "plan/plan.h"
+#include "schedules/lower.h"
+#include "schedules/pipeline.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
+#include "viz/chart.h"
+#include "viz/load.h"
+#include "viz/trace_reader.h"
 
 namespace pw::viz {
 
@@ -60,8 +60,9 @@ ClosedForm ClosedFormFor(const std::string& schedule, int P, int m, int v) {
     if (m % P == 0)
       for (int64_t r = 0; r < p; ++r)
         c.peak_memory.push_back(Fraction::Of(std::min(2 * (p - r - 1) + (V - 1) * p + 1, V * n), V));
-    c.source = "Interleaved 1F1B, m >= P: (P-1)/(v*m+P-1); if also m % P == 0, rank r peak "
-               "min(2(P-r-1)+(v-1)P+1, v*m)/v M_B (Narayanan et al. SC'21 §2.2.2; docs/ALGORITHMS.md §1)";
+    c.source =
+        "Interleaved 1F1B, m >= P: (P-1)/(v*m+P-1); if also m % P == 0, rank r peak "
+        "min(2(P-r-1)+(v-1)P+1, v*m)/v M_B (Narayanan et al. SC'21 §2.2.2; docs/ALGORITHMS.md §1)";
   } else if (schedule == "looped-bfs" && m >= P) {
     c.makespan = Fraction::Of(3 * (V * n + p - 1), V);
     c.bubble_ratio = Fraction::Of(p - 1, V * n + p - 1);
@@ -74,19 +75,22 @@ ClosedForm ClosedFormFor(const std::string& schedule, int P, int m, int v) {
     c.steady_step = c.makespan;
     c.bubble_ratio = Fraction::Of(p - 1, 3 * n + p - 1);
     for (int64_t r = 0; r < p; ++r) c.peak_memory.push_back(Fraction::Of(p, 1));
-    c.source = "ZB-H1, m >= P: (P-1)/(3m+P-1), peak (P-i+1)M_B+(i-1)M_W = P M_B (Qi et al. 2024 Table 2; "
-               "docs/ALGORITHMS.md §1)";
+    c.source =
+        "ZB-H1, m >= P: (P-1)/(3m+P-1), peak (P-i+1)M_B+(i-1)M_W = P M_B (Qi et al. 2024 Table 2; "
+        "docs/ALGORITHMS.md §1)";
   } else if (schedule == "zb-h2" && m >= 2 * P) {
     // Bubble (p-1)(T_F+T_B-2T_W) = 0 per steady step (post-validation).
     c.steady_step = Fraction::Of(3 * n, 1);
     for (int64_t r = 0; r < p; ++r) c.peak_memory.push_back(Fraction::Of(2 * p - 1, 1));
-    c.source = "ZB-H2, m >= 2P: steady step 3m (zero bubble), peak (2P-2i+1)M_B+(2i-2)M_W = (2P-1) M_B "
-               "(Qi et al. 2024 Table 2; docs/ALGORITHMS.md §1)";
+    c.source =
+        "ZB-H2, m >= 2P: steady step 3m (zero bubble), peak (2P-2i+1)M_B+(2i-2)M_W = (2P-1) M_B "
+        "(Qi et al. 2024 Table 2; docs/ALGORITHMS.md §1)";
   } else if (schedule == "zb-v" && m >= 2 * P) {
     c.steady_step = Fraction::Of(3 * n, 1);
     for (int64_t r = 0; r < p; ++r) c.peak_memory.push_back(Fraction::Of(p, 1));
-    c.source = "ZB-V, m >= 2P: steady step 3m (zero bubble), peak P M_B on every rank (Qi et al. 2024 §6; "
-               "docs/ALGORITHMS.md §1)";
+    c.source =
+        "ZB-V, m >= 2P: steady step 3m (zero bubble), peak P M_B on every rank (Qi et al. 2024 §6; "
+        "docs/ALGORITHMS.md §1)";
   }
   return c;
 }
@@ -129,7 +133,7 @@ Status FillCell(ReportCell* cell) {
     max_busy = std::max(max_busy, b);
     cell->peak_memory.push_back(Fraction::Of(sim.per_rank[r].peak_memory_bytes, kUnitActivationBytes));
   }
-  const int64_t span = cell->makespan.num * (v / cell->makespan.den);     // makespan in 1/v units
+  const int64_t span = cell->makespan.num * (v / cell->makespan.den);  // makespan in 1/v units
   const int64_t steady = cell->steady_step.num * (v / cell->steady_step.den);
   cell->bubble_ratio = Fraction::Of(int64_t(P) * span - sum_busy, int64_t(P) * span);
   cell->steady_bubble = Fraction::Of(steady - max_busy, steady);
@@ -224,8 +228,8 @@ Status WriteReportFiles(const Report& report, const std::string& dir_in) {
   // renamed into place once all are written.
   std::vector<std::string> created;
   const size_t slash = dir.rfind('/');
-  Status result = slash == std::string::npos || slash == 0 ? Status::Ok()
-                                                           : MakeDirectories(dir.substr(0, slash), &created);
+  Status result =
+      slash == std::string::npos || slash == 0 ? Status::Ok() : MakeDirectories(dir.substr(0, slash), &created);
   const std::string tmp = dir + ".tmp." + std::to_string(::getpid());
   if (result.ok() && mkdir(tmp.c_str(), 0777) != 0)
     result = Status::InvalidArgument("cannot create directory '" + tmp + "': " + std::strerror(errno));

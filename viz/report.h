@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "viz/diff.h"
 #include "base/status.h"
+#include "viz/diff.h"
 
 namespace pw::viz {
 
@@ -53,9 +53,9 @@ struct ReportCell {
   std::string schedule;      // canonical name
   std::string display_name;  // "ZB-H1"
   int pp = 0, m = 0, v = 0;
-  Status status;             // not OK: the generator or a check failed (recorded, not fatal)
+  Status status;  // not OK: the generator or a check failed (recorded, not fatal)
   Fraction makespan, steady_step, bubble_ratio;
-  Fraction steady_bubble;    // ZB paper's definition: 1 - busy / steady step
+  Fraction steady_bubble;             // ZB paper's definition: 1 - busy / steady step
   std::vector<Fraction> peak_memory;  // per rank, in M_B
   ClosedForm closed;
 };
@@ -69,15 +69,15 @@ struct MeasuredRun {
 };
 
 struct ReportOptions {
-  std::vector<std::string> schedules;             // empty = every registered family
+  std::vector<std::string> schedules;  // empty = every registered family
   std::vector<int> pp_sizes = {4, 8, 16};
   std::vector<int> microbatches = {8, 16, 32, 64};
-  std::vector<int> virtual_stages;                // empty = each family's default v
-  std::vector<MeasuredRun> measured;              // measured vs simulated section
+  std::vector<int> virtual_stages;    // empty = each family's default v
+  std::vector<MeasuredRun> measured;  // measured vs simulated section
   // Extra Markdown sections appended in order (e.g. the real-model section,
   // built by the CLI from the planner).
   std::vector<std::string> extra_sections;
-  std::string command_line;                       // recorded in the report header
+  std::string command_line;  // recorded in the report header
 };
 
 struct ReportFile {

@@ -3,11 +3,11 @@
 #include <cmath>
 #include <map>
 
+#include "plan/plan.h"
 #include "viz/chart.h"
 #include "viz/load.h"
 #include "viz/report.h"
 #include "viz/trace_reader.h"
-#include "plan/plan.h"
 
 namespace pw::viz {
 
@@ -77,14 +77,15 @@ std::string MeasuredSection(const std::vector<MeasuredRun>& runs, Status* error)
     }
     std::string per_rank;
     for (const RankDiff& r : d->ranks)
-      per_rank += (per_rank.empty() ? "" : "; ") + StrFormat("r%d %.3f / %.3f", r.rank, r.measured_bubble, r.simulated_bubble);
+      per_rank +=
+          (per_rank.empty() ? "" : "; ") + StrFormat("r%d %.3f / %.3f", r.rank, r.measured_bubble, r.simulated_bubble);
     s += "| `" + run.trace_path + "` | `" + run.plan_path + "` | " + FormatSeconds(d->measured_makespan_s) + " | " +
          FormatSeconds(d->simulated_makespan_s) + " | " +
          (d->simulated_makespan_s > 0
               ? StrFormat("%+.1f%%", 100 * (d->measured_makespan_s - d->simulated_makespan_s) / d->simulated_makespan_s)
               : std::string("–")) +
-         " | " + StrFormat("%.4f", d->measured_bubble) + " | " + StrFormat("%.4f", d->simulated_bubble) + " | " + per_rank +
-         " |\n";
+         " | " + StrFormat("%.4f", d->measured_bubble) + " | " + StrFormat("%.4f", d->simulated_bubble) + " | " +
+         per_rank + " |\n";
   }
   return s + "\n";
 }
@@ -118,9 +119,9 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
     }
     std::vector<double> ticks(ms.begin(), ms.end());
     std::string name = "bubble_vs_m_p" + std::to_string(P) + ".svg";
-    rep.files.push_back({name, LineChartSvg("Bubble ratio vs m, P = " + std::to_string(P) + " (unit costs, simulated)",
-                                            "microbatches m (log scale)", "bubble ratio (idle / rank-time)", ticks,
-                                            series)});
+    rep.files.push_back(
+        {name, LineChartSvg("Bubble ratio vs m, P = " + std::to_string(P) + " (unit costs, simulated)",
+                            "microbatches m (log scale)", "bubble ratio (idle / rank-time)", ticks, series)});
     chart_refs.push_back("![bubble ratio vs m, P=" + std::to_string(P) + "](" + name + ")");
   }
   for (int P : ps) {
@@ -136,8 +137,8 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
     std::string name = "peak_memory_p" + std::to_string(P) + "_m" + std::to_string(m) + ".svg";
     rep.files.push_back({name, BarChartSvg(StrFormat("Peak activation memory per rank, P = %d, m = %d (M_B)", P, m),
                                            "peak memory (M_B)", "rank", groups)});
-    chart_refs.push_back("![peak memory per rank, P=" + std::to_string(P) + ", m=" + std::to_string(m) + "](" +
-                         name + ")");
+    chart_refs.push_back("![peak memory per rank, P=" + std::to_string(P) + ", m=" + std::to_string(m) + "](" + name +
+                         ")");
   }
 
   std::string md = "# Schedule bubble and memory report\n\n";
@@ -145,16 +146,18 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
         "`. Every number comes from the one simulator (generate → lower → validate → simulate); the closed "
         "forms are docs/ALGORITHMS.md §1, printed next to it. The output is deterministic: rerunning gives the same "
         "files.\n\n";
-  md += "**Unit costs.** A rank's share of the model costs F = I = W = 1 s (B = I + W = 2 s) per microbatch and holds "
-        "M_B of activations from its F to its I/B (and M_W = M_B from I to W); with v stages per rank each stage "
-        "costs 1/v s and holds M_B/v. No communication time. So makespans, bubble ratios and memory are comparable "
-        "across schedules and v.\n\n";
-  md += "**Columns.** *makespan*: end of the last action (rule 8). *steady step*: max over ranks of last compute end "
-        "− first compute start (rule 9, what a step costs when steps overlap). *bubble*: 1 − Σ busy / (P · "
-        "makespan) (rule 8). *steady bubble*: 1 − busy / steady step (the ZB paper's definition). *peak*: per-rank "
-        "peak activation memory in M_B (max / min over ranks; every rank in the per-rank table). *closed*: the "
-        "closed form where one exists for these (P, m, v); ✓ = equal to the simulation **exactly** (as fractions), "
-        "✗ = differs (Δ = simulated − closed), – = no closed form.\n\n";
+  md +=
+      "**Unit costs.** A rank's share of the model costs F = I = W = 1 s (B = I + W = 2 s) per microbatch and holds "
+      "M_B of activations from its F to its I/B (and M_W = M_B from I to W); with v stages per rank each stage "
+      "costs 1/v s and holds M_B/v. No communication time. So makespans, bubble ratios and memory are comparable "
+      "across schedules and v.\n\n";
+  md +=
+      "**Columns.** *makespan*: end of the last action (rule 8). *steady step*: max over ranks of last compute end "
+      "− first compute start (rule 9, what a step costs when steps overlap). *bubble*: 1 − Σ busy / (P · "
+      "makespan) (rule 8). *steady bubble*: 1 − busy / steady step (the ZB paper's definition). *peak*: per-rank "
+      "peak activation memory in M_B (max / min over ranks; every rank in the per-rank table). *closed*: the "
+      "closed form where one exists for these (P, m, v); ✓ = equal to the simulation **exactly** (as fractions), "
+      "✗ = differs (Δ = simulated − closed), – = no closed form.\n\n";
 
   // Overview: bubble ratio by m.
   md += "## Bubble ratio at a glance\n\n| schedule | P |";
@@ -169,7 +172,10 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
         const ReportCell* cell = nullptr;
         for (const ReportCell& c : cells)
           if (Label(c) == l && c.pp == P && c.m == m) cell = &c;
-        md += " " + (!cell ? std::string("") : !cell->status.ok() ? std::string("failed") : Ratio(cell->bubble_ratio)) +
+        md += " " +
+              (!cell                ? std::string("")
+               : !cell->status.ok() ? std::string("failed")
+                                    : Ratio(cell->bubble_ratio)) +
               " |";
       }
       md += "\n";
@@ -178,8 +184,9 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
   for (size_t k = 1; k < ps.size(); ++k) md += " " + chart_refs[k];
   md += "\n\n";
 
-  md += "## Full table\n\n| schedule | v | P | m | makespan | closed | steady step | closed | bubble | closed | "
-        "steady bubble | peak max / min (M_B) | closed peak |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  md +=
+      "## Full table\n\n| schedule | v | P | m | makespan | closed | steady step | closed | bubble | closed | "
+      "steady bubble | peak max / min (M_B) | closed peak |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   int agree = 0, disagree = 0;
   for (const ReportCell& c : cells) {
     md += "| " + c.display_name + " | " + std::to_string(c.v) + " | " + std::to_string(c.pp) + " | " +
@@ -207,15 +214,16 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
   }
   md += StrFormat("\nClosed-form cells: %d agree exactly with the simulation, %d differ.\n\n", agree, disagree);
 
-  md += "## Peak memory per rank (M_B), rank 0 first\n\n| schedule | P | m | simulated | closed form |\n"
-        "|---|---|---|---|---|\n";
+  md +=
+      "## Peak memory per rank (M_B), rank 0 first\n\n| schedule | P | m | simulated | closed form |\n"
+      "|---|---|---|---|---|\n";
   for (const ReportCell& c : cells) {
     if (!c.status.ok()) continue;
     md += "| " + Label(c) + " | " + std::to_string(c.pp) + " | " + std::to_string(c.m) + " | " +
           PeakList(c.peak_memory) + " | " +
-          (c.closed.peak_memory.empty() ? std::string("–")
-                                        : c.peak_memory == c.closed.peak_memory ? std::string("same ✓")
-                                                                                : PeakList(c.closed.peak_memory)) +
+          (c.closed.peak_memory.empty()            ? std::string("–")
+           : c.peak_memory == c.closed.peak_memory ? std::string("same ✓")
+                                                   : PeakList(c.closed.peak_memory)) +
           " |\n";
   }
   md += "\n";
@@ -232,8 +240,8 @@ StatusOr<Report> RenderReport(const ReportOptions& o, std::vector<ReportCell> ce
     if (!c.status.ok())
       failures += "- " + Label(c) + " P=" + std::to_string(c.pp) + " m=" + std::to_string(c.m) + ": " +
                   FirstLine(c.status.ToString()) + "\n";
-  md += "\n## Failures\n\n" + (failures.empty() ? std::string("None: every cell generated, validated and simulated.\n")
-                                                 : failures);
+  md += "\n## Failures\n\n" +
+        (failures.empty() ? std::string("None: every cell generated, validated and simulated.\n") : failures);
   for (const std::string& extra : o.extra_sections) md += "\n" + extra;
   if (!o.measured.empty()) {
     Status err;

@@ -42,8 +42,10 @@ std::vector<int64_t> Apportion(int64_t total, const std::vector<int64_t>& weight
 
 std::string PartName(const StaticPart& p) {
   switch (p.kind) {
-    case LayerKind::kEmbedding: return "embedding";
-    case LayerKind::kHead: return "head";
+    case LayerKind::kEmbedding:
+      return "embedding";
+    case LayerKind::kHead:
+      return "head";
     default:
       return p.first_block == p.last_block ? StrFormat("block %d", p.first_block)
                                            : StrFormat("blocks %d-%d", p.first_block, p.last_block);
@@ -110,8 +112,8 @@ StaticBreakdown StaticMemoryOf(const Plan& plan) {
   if (!out.by_layer)
     out.method = "the plan has no layer list: static bytes per stage only";
   else if (out.exact)
-    out.method = StrFormat("parameters held x %lld B per parameter (%s)",
-                     static_cast<long long>(per_param), PrecisionName(plan.training->precision));
+    out.method = StrFormat("parameters held x %lld B per parameter (%s)", static_cast<long long>(per_param),
+                           PrecisionName(plan.training->precision));
   else
     out.method = "each stage's static bytes apportioned over its layers by parameters held";
   return out;

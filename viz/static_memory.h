@@ -32,8 +32,8 @@ struct StageStatic {
   int stage = 0;
   int layer_begin = 0;  // half-open range into the plan's layer list
   int layer_end = 0;
-  int64_t bytes = 0;               // the plan's stages[].memory_bytes.static
-  std::vector<StaticPart> parts;   // in layer order; empty when the layer kinds are unknown
+  int64_t bytes = 0;              // the plan's stages[].memory_bytes.static
+  std::vector<StaticPart> parts;  // in layer order; empty when the layer kinds are unknown
 };
 
 struct RankStatic {

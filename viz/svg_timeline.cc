@@ -8,14 +8,14 @@ namespace pw::viz {
 
 namespace {
 
-constexpr double kLeft = 80;        // room for lane labels
-constexpr double kRight = 210;      // room for per-rank numbers
-constexpr double kHeader = 64;      // title + summary lines
+constexpr double kLeft = 80;    // room for lane labels
+constexpr double kRight = 210;  // room for per-rank numbers
+constexpr double kHeader = 64;  // title + summary lines
 constexpr double kLaneHeight = 24;
 constexpr double kLanePitch = 34;
-constexpr double kReduceBarHeight = 4;       // REDUCE_GRAD bars, in the gap under a lane, below the critical-path bar
+constexpr double kReduceBarHeight = 4;  // REDUCE_GRAD bars, in the gap under a lane, below the critical-path bar
 constexpr const char* kReduceColor = "#8e44ad";  // purple: the critical path is red
-constexpr double kAxis = 36;        // tick labels under the lanes
+constexpr double kAxis = 36;                     // tick labels under the lanes
 constexpr double kMemHeight = 44;
 constexpr double kMemPitch = 56;
 constexpr double kLegend = 40;
@@ -52,22 +52,32 @@ std::vector<std::pair<double, double>> IdleIntervals(const TimelineRank& r, doub
 
 const char* BlockColor(ActionType type) {
   switch (type) {
-    case ActionType::kF: return "#4e79a7";  // blue
-    case ActionType::kB: return "#59a14f";  // green
-    case ActionType::kI: return "#f28e2b";  // orange
-    case ActionType::kW: return "#9c6fb6";  // purple
-    default: return "#888888";
+    case ActionType::kF:
+      return "#4e79a7";  // blue
+    case ActionType::kB:
+      return "#59a14f";  // green
+    case ActionType::kI:
+      return "#f28e2b";  // orange
+    case ActionType::kW:
+      return "#9c6fb6";  // purple
+    default:
+      return "#888888";
   }
 }
 
 const char* BlockColor(ActionType type, int chunk) {
   if (chunk % 2 == 0) return BlockColor(type);
   switch (type) {
-    case ActionType::kF: return "#86a9cf";  // light blue
-    case ActionType::kB: return "#8cc97f";  // light green
-    case ActionType::kI: return "#f7b36b";  // light orange
-    case ActionType::kW: return "#c3a3d6";  // light purple
-    default: return "#aaaaaa";
+    case ActionType::kF:
+      return "#86a9cf";  // light blue
+    case ActionType::kB:
+      return "#8cc97f";  // light green
+    case ActionType::kI:
+      return "#f7b36b";  // light orange
+    case ActionType::kW:
+      return "#c3a3d6";  // light purple
+    default:
+      return "#aaaaaa";
   }
 }
 
@@ -84,8 +94,8 @@ double SvgGeometry::X(double seconds) const {
 SvgGeometry LayoutSvg(const Timeline& t, const SvgOptions& o) {
   SvgGeometry g;
   const double extent = o.time_extent_s > 0 ? o.time_extent_s : t.makespan_s;
-  g.window = o.window && o.time_extent_s <= 0 ? ChooseWindow(t, o.plot_width_px, kMinActionPx)
-                                              : TimeWindow{{{0.0, extent}}};
+  g.window =
+      o.window && o.time_extent_s <= 0 ? ChooseWindow(t, o.plot_width_px, kMinActionPx) : TimeWindow{{{0.0, extent}}};
   const double cut = g.window.Compressed() ? kCutPx : 0;
   const double shown = g.window.ShownSeconds();
   g.x0 = kLeft;
@@ -96,8 +106,8 @@ SvgGeometry LayoutSvg(const Timeline& t, const SvgOptions& o) {
   g.lane_height = kLaneHeight;
   g.lane_pitch = kLanePitch;
   double lanes_end = header + t.pp_size * kLanePitch + kAxis;
-  bool memory = o.memory && std::any_of(t.ranks.begin(), t.ranks.end(),
-                                        [](const TimelineRank& r) { return !r.memory.empty(); });
+  bool memory =
+      o.memory && std::any_of(t.ranks.begin(), t.ranks.end(), [](const TimelineRank& r) { return !r.memory.empty(); });
   const bool compact = t.pp_size > 8;
   g.memory_top0 = lanes_end + 30;
   g.memory_height = memory ? (compact ? kMemHeight * 0.7 : kMemHeight) : 0;
@@ -218,39 +228,41 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
   if (o.header) {
     s += "<text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">" + XmlEscape(t.title) + "</text>\n";
     s += "<text class=\"summary\" x=\"10\" y=\"44\">" +
-         XmlEscape(StrFormat("%s: P=%d%s, S=%d, m=%d | makespan %s | steady step %s | bubble ratio %.4f", t.kind.c_str(),
-                       t.pp_size, t.tp_size > 1 ? StrFormat(" (x T=%d per lane)", t.tp_size).c_str() : "", t.num_stages,
-                       t.num_microbatches, FormatSeconds(t.makespan_s).c_str(), FormatSeconds(t.steady_step_s).c_str(),
-                       t.bubble_ratio)) +
+         XmlEscape(StrFormat(
+             "%s: P=%d%s, S=%d, m=%d | makespan %s | steady step %s | bubble ratio %.4f", t.kind.c_str(), t.pp_size,
+             t.tp_size > 1 ? StrFormat(" (x T=%d per lane)", t.tp_size).c_str() : "", t.num_stages, t.num_microbatches,
+             FormatSeconds(t.makespan_s).c_str(), FormatSeconds(t.steady_step_s).c_str(), t.bubble_ratio)) +
          "</text>\n";
   }
 
   // The hover text of a block, shared by the block and its hover target.
   auto block_title = [&](int r, const TimelineBlock& b, bool hi) {
     if (IsOverlap(b.action.type))
-      return XmlEscape(StrFormat("rank %d: %s, an overlapped pair run as one action: F of stage %d microbatch %d with B of "
-                           "stage %d microbatch %d, %s .. %s, %s%s",
-                           r, b.action.ToString().c_str(), b.action.stage, b.action.microbatch, b.action.b_stage,
-                           b.action.b_microbatch, FormatSeconds(b.start).c_str(), FormatSeconds(b.end).c_str(),
-                           FormatSeconds(b.end - b.start).c_str(), hi ? ", on the critical path" : ""));
+      return XmlEscape(
+          StrFormat("rank %d: %s, an overlapped pair run as one action: F of stage %d microbatch %d with B of "
+                    "stage %d microbatch %d, %s .. %s, %s%s",
+                    r, b.action.ToString().c_str(), b.action.stage, b.action.microbatch, b.action.b_stage,
+                    b.action.b_microbatch, FormatSeconds(b.start).c_str(), FormatSeconds(b.end).c_str(),
+                    FormatSeconds(b.end - b.start).c_str(), hi ? ", on the critical path" : ""));
     return XmlEscape(StrFormat("rank %d: %s (stage %d, microbatch %d) %s .. %s, %s%s", r, b.action.ToString().c_str(),
-                         b.action.stage, b.action.microbatch, FormatSeconds(b.start).c_str(),
-                         FormatSeconds(b.end).c_str(), FormatSeconds(b.end - b.start).c_str(),
-                         hi ? ", on the critical path" : ""));
+                               b.action.stage, b.action.microbatch, FormatSeconds(b.start).c_str(),
+                               FormatSeconds(b.end).c_str(), FormatSeconds(b.end - b.start).c_str(),
+                               hi ? ", on the critical path" : ""));
   };
 
   // Lanes: idle first (underneath), then blocks, then the critical-path bars.
   for (int r = 0; r < t.pp_size; ++r) {
     const TimelineRank& tr = t.ranks[r];
     double y = g.LaneTop(r);
-    s += StrFormat("<text x=\"10\" y=\"%s\" dominant-baseline=\"middle\">rank %d</text>\n", N(y + kLaneHeight / 2).c_str(), r);
+    s += StrFormat("<text x=\"10\" y=\"%s\" dominant-baseline=\"middle\">rank %d</text>\n",
+                   N(y + kLaneHeight / 2).c_str(), r);
     for (const auto& [a, b] : IdleIntervals(tr, t.makespan_s)) {
       if (win.Hides(a, b)) continue;
       s += "<rect class=\"idle\" data-rank=\"" + std::to_string(r) + "\" data-start=\"" + T(a) + "\" data-end=\"" +
-           T(b) + "\" x=\"" + N(g.X(a)) + "\" y=\"" + N(y) + "\" width=\"" + N(g.X(b) - g.X(a)) +
-           "\" height=\"" + N(kLaneHeight) + "\" fill=\"url(#idlehatch)\"><title>" +
+           T(b) + "\" x=\"" + N(g.X(a)) + "\" y=\"" + N(y) + "\" width=\"" + N(g.X(b) - g.X(a)) + "\" height=\"" +
+           N(kLaneHeight) + "\" fill=\"url(#idlehatch)\"><title>" +
            XmlEscape(StrFormat("rank %d idle %s .. %s (%s)", r, FormatSeconds(a).c_str(), FormatSeconds(b).c_str(),
-                         FormatSeconds(b - a).c_str())) +
+                               FormatSeconds(b - a).c_str())) +
            "</title></rect>\n";
     }
     std::string bars;
@@ -264,17 +276,16 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
         s += PairBlock(r, b, x, y, w, ChunkOf(tr, b.action.stage), ChunkOf(tr, b.action.b_stage), hi,
                        block_title(r, b, hi), T(b.start), T(b.end));
         if (hi)
-          bars += "<rect class=\"critbar\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name +
-                  "\" x=\"" + N(x) + "\" y=\"" + N(y + kLaneHeight + 1.5) + "\" width=\"" + N(w) +
+          bars += "<rect class=\"critbar\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name + "\" x=\"" +
+                  N(x) + "\" y=\"" + N(y + kLaneHeight + 1.5) + "\" width=\"" + N(w) +
                   "\" height=\"3\" fill=\"#d62728\" pointer-events=\"none\"/>\n";
         continue;
       }
-      s += "<rect class=\"blk " + std::string(ActionTypeName(b.action.type)) + (hi ? " crit" : "") +
-           "\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name + "\" data-start=\"" + T(b.start) +
-           "\" data-end=\"" + T(b.end) + "\" x=\"" + N(x) + "\" y=\"" + N(y) + "\" width=\"" + N(w) +
-           "\" height=\"" + N(kLaneHeight) + "\" fill=\"" + BlockColor(b.action.type, chunk) +
-           "\" stroke=\"#ffffff\" stroke-width=\"" + (w >= 3 ? "0.5" : "0") + "\"><title>" + block_title(r, b, hi) +
-           "</title></rect>\n";
+      s += "<rect class=\"blk " + std::string(ActionTypeName(b.action.type)) + (hi ? " crit" : "") + "\" data-rank=\"" +
+           std::to_string(r) + "\" data-action=\"" + name + "\" data-start=\"" + T(b.start) + "\" data-end=\"" +
+           T(b.end) + "\" x=\"" + N(x) + "\" y=\"" + N(y) + "\" width=\"" + N(w) + "\" height=\"" + N(kLaneHeight) +
+           "\" fill=\"" + BlockColor(b.action.type, chunk) + "\" stroke=\"#ffffff\" stroke-width=\"" +
+           (w >= 3 ? "0.5" : "0") + "\"><title>" + block_title(r, b, hi) + "</title></rect>\n";
       std::string label = std::to_string(b.action.microbatch);
       if (w >= 7.0 * label.size() + 2)
         s += "<text class=\"mb\" x=\"" + N(x + w / 2) + "\" y=\"" + N(y + kLaneHeight / 2) +
@@ -282,8 +293,8 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
              "pointer-events=\"none\">" +
              label + "</text>\n";
       if (hi)
-        bars += "<rect class=\"critbar\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name +
-                "\" x=\"" + N(x) + "\" y=\"" + N(y + kLaneHeight + 1.5) + "\" width=\"" + N(w) +
+        bars += "<rect class=\"critbar\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name + "\" x=\"" +
+                N(x) + "\" y=\"" + N(y + kLaneHeight + 1.5) + "\" width=\"" + N(w) +
                 "\" height=\"3\" fill=\"#d62728\" pointer-events=\"none\"/>\n";
     }
     s += bars;
@@ -294,17 +305,17 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
       if (!IsReduceGrad(b.action.type) || win.Hides(b.start, b.end)) continue;
       const std::string name = b.action.ToString();
       s += "<rect class=\"blk REDUCE_GRAD\" data-rank=\"" + std::to_string(r) + "\" data-action=\"" + name +
-           "\" data-start=\"" + T(b.start) + "\" data-end=\"" + T(b.end) + "\" x=\"" + N(g.X(b.start)) +
-           "\" y=\"" + N(y + kLaneHeight + 5.5) + "\" width=\"" + N(std::max(1.0, g.X(b.end) - g.X(b.start))) +
-           "\" height=\"" + N(kReduceBarHeight) + "\" fill=\"" + kReduceColor + "\"><title>" +
-           XmlEscape(StrFormat("rank %d: %s (gradient reduction of stage %d over its data-parallel group) %s .. %s, %s", r,
-                         name.c_str(), b.action.stage, FormatSeconds(b.start).c_str(), FormatSeconds(b.end).c_str(),
-                         FormatSeconds(b.end - b.start).c_str())) +
+           "\" data-start=\"" + T(b.start) + "\" data-end=\"" + T(b.end) + "\" x=\"" + N(g.X(b.start)) + "\" y=\"" +
+           N(y + kLaneHeight + 5.5) + "\" width=\"" + N(std::max(1.0, g.X(b.end) - g.X(b.start))) + "\" height=\"" +
+           N(kReduceBarHeight) + "\" fill=\"" + kReduceColor + "\"><title>" +
+           XmlEscape(StrFormat("rank %d: %s (gradient reduction of stage %d over its data-parallel group) %s .. %s, %s",
+                               r, name.c_str(), b.action.stage, FormatSeconds(b.start).c_str(),
+                               FormatSeconds(b.end).c_str(), FormatSeconds(b.end - b.start).c_str())) +
            "</title></rect>\n";
     }
     s += StrFormat("<text x=\"%s\" y=\"%s\" dominant-baseline=\"middle\" fill=\"#333\">busy %s, idle %.1f%%</text>\n",
-             N(g.plot_end_x + 8).c_str(), N(y + kLaneHeight / 2).c_str(), FormatSeconds(tr.busy_s).c_str(),
-             t.makespan_s > 0 ? 100.0 * tr.idle_s / t.makespan_s : 0.0);
+                   N(g.plot_end_x + 8).c_str(), N(y + kLaneHeight / 2).c_str(), FormatSeconds(tr.busy_s).c_str(),
+                   t.makespan_s > 0 ? 100.0 * tr.idle_s / t.makespan_s : 0.0);
   }
 
   // Messages: from the sender's lane at the post time to the receiver's lane
@@ -315,13 +326,12 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     bool down = m.dst_rank > m.src_rank;
     double y1 = g.LaneTop(m.src_rank) + (down ? kLaneHeight : 0);
     double y2 = g.LaneTop(m.dst_rank) + (down ? 0 : kLaneHeight);
-    return "<line class=\"msg\" data-send=\"" + m.send.ToString() + "\" data-recv=\"" + m.recv.ToString() +
-           "\" x1=\"" + N(g.X(m.sent_s)) + "\" y1=\"" + N(y1) + "\" x2=\"" + N(g.X(m.available_s)) + "\" y2=\"" +
-           N(y2) + "\" stroke=\"#444\" stroke-opacity=\"0.55\" stroke-width=\"1\" marker-end=\"url(#arrowhead)\">" +
-           "<title>" +
+    return "<line class=\"msg\" data-send=\"" + m.send.ToString() + "\" data-recv=\"" + m.recv.ToString() + "\" x1=\"" +
+           N(g.X(m.sent_s)) + "\" y1=\"" + N(y1) + "\" x2=\"" + N(g.X(m.available_s)) + "\" y2=\"" + N(y2) +
+           "\" stroke=\"#444\" stroke-opacity=\"0.55\" stroke-width=\"1\" marker-end=\"url(#arrowhead)\">" + "<title>" +
            XmlEscape(StrFormat("%s (rank %d) -> %s (rank %d): posted %s, available %s", m.send.ToString().c_str(),
-                         m.src_rank, m.recv.ToString().c_str(), m.dst_rank, FormatSeconds(m.sent_s).c_str(),
-                         FormatSeconds(m.available_s).c_str())) +
+                               m.src_rank, m.recv.ToString().c_str(), m.dst_rank, FormatSeconds(m.sent_s).c_str(),
+                               FormatSeconds(m.available_s).c_str())) +
            "</title></line>\n";
   };
   if (!hover_arrows) {
@@ -331,15 +341,16 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     std::vector<const TimelineMessage*> orphans;
     for (const TimelineMessage* m : shown_msgs) {
       int k = SenderBlock(t, *m);
-      if (k < 0) orphans.push_back(m);
-      else by_sender[{m->src_rank, k}].push_back(m);
+      if (k < 0)
+        orphans.push_back(m);
+      else
+        by_sender[{m->src_rank, k}].push_back(m);
     }
     for (const auto& [key, msgs] : by_sender) {
       const TimelineBlock& b = t.ranks[key.first].compute[key.second];
       const double x = g.X(b.start);
-      s += "<g class=\"sends\"><rect class=\"hit\" x=\"" + N(x) + "\" y=\"" + N(g.LaneTop(key.first)) +
-           "\" width=\"" + N(g.X(b.end) - x) + "\" height=\"" + N(kLaneHeight) +
-           "\" fill=\"#ffffff\" fill-opacity=\"0\"><title>" +
+      s += "<g class=\"sends\"><rect class=\"hit\" x=\"" + N(x) + "\" y=\"" + N(g.LaneTop(key.first)) + "\" width=\"" +
+           N(g.X(b.end) - x) + "\" height=\"" + N(kLaneHeight) + "\" fill=\"#ffffff\" fill-opacity=\"0\"><title>" +
            block_title(key.first, b, o.highlight.count({key.first, b.index}) > 0) + "</title></rect>\n";
       for (const TimelineMessage* m : msgs) s += arrow(*m);
       s += "</g>\n";
@@ -372,8 +383,8 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
       limit_note = "; dashed red: the limit, " + FormatMemory(t, *t.memory_limit_bytes);
     else if (t.memory_limit_bytes)
       limit_note = StrFormat("; limit %s, above the axis (highest peak %.0f%% of it)",
-                       FormatMemory(t, *t.memory_limit_bytes).c_str(),
-                       100.0 * double(peak) / double(*t.memory_limit_bytes));
+                             FormatMemory(t, *t.memory_limit_bytes).c_str(),
+                             100.0 * double(peak) / double(*t.memory_limit_bytes));
     s += "<text class=\"memtitle\" x=\"10\" y=\"" + N(g.memory_top0 - 10) +
          "\"><tspan font-weight=\"bold\">memory in use per rank</tspan> (each strip 0 .. " +
          XmlEscape(FormatMemory(t, top)) + "; grey: static, i.e. params, grads, optimizer state" +
@@ -383,15 +394,15 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
       double y0 = g.memory_top0 + r * g.memory_pitch;
       auto Y = [&](int64_t b) { return y0 + g.memory_height * (1.0 - double(b) / double(top)); };
       s += StrFormat("<text x=\"10\" y=\"%s\" dominant-baseline=\"middle\">rank %d</text>\n",
-               N(y0 + g.memory_height / 2).c_str(), r);
-      s += "<rect x=\"" + N(g.X(0)) + "\" y=\"" + N(y0) + "\" width=\"" + N(g.plot_end_x - g.X(0)) +
-           "\" height=\"" + N(g.memory_height) + "\" fill=\"#f7f7f7\" stroke=\"#ccc\"/>\n";
+                     N(y0 + g.memory_height / 2).c_str(), r);
+      s += "<rect x=\"" + N(g.X(0)) + "\" y=\"" + N(y0) + "\" width=\"" + N(g.plot_end_x - g.X(0)) + "\" height=\"" +
+           N(g.memory_height) + "\" fill=\"#f7f7f7\" stroke=\"#ccc\"/>\n";
       if (!tr.memory.empty()) {
         const int64_t base = tr.memory.front().bytes;  // the walk's start: static bytes
         if (base > 0)
           s += "<rect class=\"static\" data-rank=\"" + std::to_string(r) + "\" x=\"" + N(g.X(0)) + "\" y=\"" +
-               N(Y(base)) + "\" width=\"" + N(g.plot_end_x - g.X(0)) + "\" height=\"" + N(y0 + g.memory_height - Y(base)) +
-               "\" fill=\"#dddddd\"><title>" +
+               N(Y(base)) + "\" width=\"" + N(g.plot_end_x - g.X(0)) + "\" height=\"" +
+               N(y0 + g.memory_height - Y(base)) + "\" fill=\"#dddddd\"><title>" +
                XmlEscape(StrFormat("rank %d static %s", r, FormatMemory(t, base).c_str())) + "</title></rect>\n";
         std::string pts;
         int64_t cur = base;
@@ -430,16 +441,16 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     const double ybot = g.memory_height > 0 ? g.memory_top0 + t.pp_size * g.memory_pitch : axis_y + 20;
     int hidden = 0;
     for (int r = 0; r < t.pp_size; ++r) hidden = std::max(hidden, win.HiddenActions(t, r));
-    std::string what = StrFormat("%s of steady state compressed here (%s .. %s; up to %d actions per rank not drawn)",
-                           FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str(),
-                           FormatSeconds(win.HiddenBegin()).c_str(), FormatSeconds(win.HiddenEnd()).c_str(), hidden);
-    s += "<g class=\"cut\" data-hidden-start=\"" + T(win.HiddenBegin()) + "\" data-hidden-end=\"" +
-         T(win.HiddenEnd()) + "\" data-hidden-actions=\"" + std::to_string(hidden) + "\"><title>" + XmlEscape(what) +
-         "</title>\n";
+    std::string what =
+        StrFormat("%s of steady state compressed here (%s .. %s; up to %d actions per rank not drawn)",
+                  FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str(), FormatSeconds(win.HiddenBegin()).c_str(),
+                  FormatSeconds(win.HiddenEnd()).c_str(), hidden);
+    s += "<g class=\"cut\" data-hidden-start=\"" + T(win.HiddenBegin()) + "\" data-hidden-end=\"" + T(win.HiddenEnd()) +
+         "\" data-hidden-actions=\"" + std::to_string(hidden) + "\"><title>" + XmlEscape(what) + "</title>\n";
     // White over the lanes and axis, and over the memory strips (not their title).
     const double lanes_bot = axis_y + 20;
-    s += "<rect x=\"" + N(x1) + "\" y=\"" + N(ytop) + "\" width=\"" + N(kCutPx) + "\" height=\"" +
-         N(lanes_bot - ytop) + "\" fill=\"#ffffff\"/>\n";
+    s += "<rect x=\"" + N(x1) + "\" y=\"" + N(ytop) + "\" width=\"" + N(kCutPx) + "\" height=\"" + N(lanes_bot - ytop) +
+         "\" fill=\"#ffffff\"/>\n";
     if (g.memory_height > 0)
       s += "<rect x=\"" + N(x1) + "\" y=\"" + N(g.memory_top0 - 2) + "\" width=\"" + N(kCutPx) + "\" height=\"" +
            N(ybot - g.memory_top0 + 2) + "\" fill=\"#ffffff\"/>\n";
@@ -453,11 +464,15 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
       }
     }
     const double cy = (g.LaneTop(0) + g.LaneTop(t.pp_size - 1) + kLaneHeight) / 2, cx = (x1 + x2) / 2;
-    s += "<text x=\"" + N(cx) + "\" y=\"" + N(cy) + "\" text-anchor=\"middle\" dominant-baseline=\"central\" "
-         "font-size=\"11\" fill=\"#333\" transform=\"rotate(-90 " + N(cx) + " " + N(cy) + ")\">" +
-         XmlEscape(StrFormat("\xE2\x89\x88 %s compressed", FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str())) +
-         "</text>\n";
-    s += "<text x=\"" + N(cx) + "\" y=\"" + N(axis_y + 16) + "\" text-anchor=\"middle\" fill=\"#333\">"
+    s +=
+        "<text x=\"" + N(cx) + "\" y=\"" + N(cy) +
+        "\" text-anchor=\"middle\" dominant-baseline=\"central\" "
+        "font-size=\"11\" fill=\"#333\" transform=\"rotate(-90 " +
+        N(cx) + " " + N(cy) + ")\">" +
+        XmlEscape(StrFormat("\xE2\x89\x88 %s compressed", FormatSeconds(win.HiddenEnd() - win.HiddenBegin()).c_str())) +
+        "</text>\n";
+    s += "<text x=\"" + N(cx) + "\" y=\"" + N(axis_y + 16) +
+         "\" text-anchor=\"middle\" fill=\"#333\">"
          "\xE2\x80\xA6</text>\n</g>\n";
   }
 
@@ -480,14 +495,15 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     lx += 205;
   }
   const bool pairs = std::any_of(t.ranks.begin(), t.ranks.end(), [](const TimelineRank& r) {
-    return std::any_of(r.compute.begin(), r.compute.end(), [](const TimelineBlock& b) { return IsOverlap(b.action.type); });
+    return std::any_of(r.compute.begin(), r.compute.end(),
+                       [](const TimelineBlock& b) { return IsOverlap(b.action.type); });
   });
   if (pairs) {
     s += "<g class=\"pairkey\"><rect x=\"" + N(lx) + "\" y=\"" + N(ly - 10) + "\" width=\"12\" height=\"14\" fill=\"" +
          BlockColor(ActionType::kF) + "\"/><rect x=\"" + N(lx + 12) + "\" y=\"" + N(ly - 10) +
          "\" width=\"12\" height=\"14\" fill=\"" + BlockColor(ActionType::kB) + "\"/><rect x=\"" + N(lx + 0.75) +
-         "\" y=\"" + N(ly - 9.25) + "\" width=\"22.5\" height=\"12.5\" rx=\"3\" fill=\"none\" stroke=\"" + kPairOutline +
-         "\" stroke-width=\"1.5\"/><text x=\"" + N(lx + 28) + "\" y=\"" + N(ly + 1) +
+         "\" y=\"" + N(ly - 9.25) + "\" width=\"22.5\" height=\"12.5\" rx=\"3\" fill=\"none\" stroke=\"" +
+         kPairOutline + "\" stroke-width=\"1.5\"/><text x=\"" + N(lx + 28) + "\" y=\"" + N(ly + 1) +
          "\">F&amp;B pair (OVERLAP_F_B): one action</text></g>\n";
     lx += 250;
   }
@@ -497,7 +513,8 @@ std::string RenderSvg(const Timeline& t, const SvgOptions& o) {
     lx += 110;
   }
   const bool reduces = std::any_of(t.ranks.begin(), t.ranks.end(), [](const TimelineRank& r) {
-    return std::any_of(r.comm.begin(), r.comm.end(), [](const TimelineBlock& b) { return IsReduceGrad(b.action.type); });
+    return std::any_of(r.comm.begin(), r.comm.end(),
+                       [](const TimelineBlock& b) { return IsReduceGrad(b.action.type); });
   });
   if (reduces) {
     s += "<rect x=\"" + N(lx) + "\" y=\"" + N(ly - 6) + "\" width=\"14\" height=\"" + N(kReduceBarHeight) +

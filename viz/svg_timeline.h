@@ -35,18 +35,18 @@
 
 namespace pw::viz {
 
-inline constexpr double kCutPx = 44;             // width of the compressed middle
-inline constexpr double kMinActionPx = 5;        // below this the shortest action calls for a window
-inline constexpr int kMaxVisibleArrows = 160;    // more shown messages: arrows on hover only
-inline constexpr double kLimitNearShare = 0.8;   // draw the limit when peak >= this share of it
+inline constexpr double kCutPx = 44;            // width of the compressed middle
+inline constexpr double kMinActionPx = 5;       // below this the shortest action calls for a window
+inline constexpr int kMaxVisibleArrows = 160;   // more shown messages: arrows on hover only
+inline constexpr double kLimitNearShare = 0.8;  // draw the limit when peak >= this share of it
 
 struct SvgOptions {
-  int plot_width_px = 1100;   // pixels given to the time axis
-  double time_extent_s = 0;   // time shown on the axis; 0 = the makespan (set it to align two timelines; no window then)
-  bool window = true;         // a long step as a window with a compressed middle (false: the whole step)
-  bool header = true;         // title and summary line (an HTML page has its own)
-  bool arrows = true;         // SEND -> RECV arrows
-  bool memory = true;         // memory curves below the lanes
+  int plot_width_px = 1100;  // pixels given to the time axis
+  double time_extent_s = 0;  // time shown on the axis; 0 = the makespan (set it to align two timelines; no window then)
+  bool window = true;        // a long step as a window with a compressed middle (false: the whole step)
+  bool header = true;        // title and summary line (an HTML page has its own)
+  bool arrows = true;        // SEND -> RECV arrows
+  bool memory = true;        // memory curves below the lanes
   // Blocks to outline (critical path), by (rank, index in the rank's list).
   std::set<std::pair<int, int>> highlight;
 };
@@ -61,10 +61,10 @@ struct SvgGeometry {
   double memory_top0 = 0;  // y of rank 0's memory strip top
   double memory_height = 0;
   double memory_pitch = 0;
-  int width = 0;           // whole SVG
+  int width = 0;  // whole SVG
   int height = 0;
-  TimeWindow window;       // what is shown (one span, or two around a cut of kCutPx)
-  double plot_end_x = 0;   // x of the end of the time axis
+  TimeWindow window;             // what is shown (one span, or two around a cut of kCutPx)
+  double plot_end_x = 0;         // x of the end of the time axis
   int64_t memory_top_bytes = 0;  // memory axis maximum (0 without memory strips)
   bool limit_drawn = false;      // the memory limit line is on the axis
   // x of a time: linear in each shown span; the hidden middle maps linearly

@@ -1,7 +1,5 @@
 #include "viz/timeline.h"
 
-#include "schedules/simulate.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -9,6 +7,8 @@
 #include <limits>
 #include <map>
 #include <tuple>
+
+#include "schedules/simulate.h"
 
 namespace pw::viz {
 
@@ -49,12 +49,23 @@ std::string XmlEscape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -65,11 +76,16 @@ namespace {
 // The stage whose message a SEND carries to, or a RECV comes from.
 int PeerStage(const Action& a) {
   switch (a.type) {
-    case ActionType::kSendF: return a.stage + 1;
-    case ActionType::kRecvF: return a.stage - 1;
-    case ActionType::kSendB: return a.stage - 1;
-    case ActionType::kRecvB: return a.stage + 1;
-    default: return a.stage;
+    case ActionType::kSendF:
+      return a.stage + 1;
+    case ActionType::kRecvF:
+      return a.stage - 1;
+    case ActionType::kSendB:
+      return a.stage - 1;
+    case ActionType::kRecvB:
+      return a.stage + 1;
+    default:
+      return a.stage;
   }
 }
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "schedules/action.h"
 #include "base/costs.h"
 #include "base/format.h"  // StrFormat, used by every view
+#include "schedules/action.h"
 #include "schedules/program.h"
 #include "schedules/simulate.h"
 #include "viz/static_memory.h"
@@ -55,8 +55,8 @@ struct TimelineRank {
 };
 
 struct Timeline {
-  std::string title;        // e.g. "1F1B (plan p.json)"
-  std::string schedule;     // canonical schedule name, or "custom"
+  std::string title;               // e.g. "1F1B (plan p.json)"
+  std::string schedule;            // canonical schedule name, or "custom"
   std::string kind = "simulated";  // "simulated" or "measured"
   int pp_size = 0;
   int num_stages = 0;

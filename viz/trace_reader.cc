@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
 
-#include <nlohmann/json.hpp>
-
 #include "base/json_text.h"
-
 #include "schedules/trace_format.h"
 
 namespace pw::viz {
@@ -78,8 +76,9 @@ StatusOr<Timeline> ParseTrace(const std::string& text, const std::string& source
       return Err(source, "otherData.format", "expected \"pipewright-trace\", got " + f->dump());
     int64_t version = kTraceVersion;
     if (GetInt(*other, "version", &version) && version != kTraceVersion)
-      return Err(source, "otherData.version", "this pipewright reads version " + std::to_string(kTraceVersion) +
-                                                  ", the file is " + std::to_string(version));
+      return Err(source, "otherData.version",
+                 "this pipewright reads version " + std::to_string(kTraceVersion) + ", the file is " +
+                     std::to_string(version));
     if (other->contains("kind") && (*other)["kind"].is_string()) t.kind = (*other)["kind"].get<std::string>();
     if (other->contains("schedule") && (*other)["schedule"].is_string())
       t.schedule = (*other)["schedule"].get<std::string>();
@@ -110,8 +109,8 @@ StatusOr<Timeline> ParseTrace(const std::string& text, const std::string& source
       info->plan_hash = (*other)["plan_hash"].get<std::string>();
   }
 
-  std::map<int, std::vector<RawBlock>> blocks;        // rank -> blocks
-  std::map<int, std::vector<MemoryPoint>> memory;     // rank -> counter points
+  std::map<int, std::vector<RawBlock>> blocks;     // rank -> blocks
+  std::map<int, std::vector<MemoryPoint>> memory;  // rank -> counter points
   int max_pid = -1, max_stage = -1, max_mb = -1;
   for (size_t i = 0; i < events->size(); ++i) {
     const json& e = (*events)[i];
@@ -211,7 +210,8 @@ StatusOr<Timeline> ParseTrace(const std::string& text, const std::string& source
   }
   for (auto& [r, pts] : memory) {
     if (r >= t.pp_size) continue;
-    std::stable_sort(pts.begin(), pts.end(), [](const MemoryPoint& a, const MemoryPoint& b) { return a.time < b.time; });
+    std::stable_sort(pts.begin(), pts.end(),
+                     [](const MemoryPoint& a, const MemoryPoint& b) { return a.time < b.time; });
     t.ranks[r].memory = pts;
   }
   Program shape = TimelineProgram(t);

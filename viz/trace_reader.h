@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "viz/timeline.h"
 #include "base/status.h"
+#include "viz/timeline.h"
 
 namespace pw::viz {
 
@@ -22,8 +22,7 @@ struct TraceInfo {
 // "t.json: not valid JSON (truncated ...)", "t.json: traceEvents[12]: 'X'
 // event without args.action", "t.json: traceEvents[12].args.action: bad
 // action '1Q3' ...", "t.json: rank 1, action 4 '5F0': stage 5 lives on rank 2".
-StatusOr<Timeline> ParseTrace(const std::string& text, const std::string& source = "trace",
-                              TraceInfo* info = nullptr);
+StatusOr<Timeline> ParseTrace(const std::string& text, const std::string& source = "trace", TraceInfo* info = nullptr);
 
 // Reads and parses a trace file. NotFound if it cannot be opened.
 StatusOr<Timeline> ReadTraceFile(const std::string& path, TraceInfo* info = nullptr);

@@ -40,14 +40,12 @@ struct TimeWindow {
   // Compute actions of `rank` lying wholly inside the hidden middle.
   int HiddenActions(const Timeline& t, int rank) const;
   // True when [start, end] lies wholly in the hidden middle.
-  bool Hides(double start, double end) const {
-    return Compressed() && start >= HiddenBegin() && end <= HiddenEnd();
-  }
+  bool Hides(double start, double end) const { return Compressed() && start >= HiddenBegin() && end <= HiddenEnd(); }
   // "0 .. 12.3 s and 48.1 .. 60.7 s" or "0 .. 60.7 s".
   std::string Describe() const;
 };
 
-inline constexpr int kWindowPeriods = 2;       // steady-state periods kept on each side of the cut
+inline constexpr int kWindowPeriods = 2;         // steady-state periods kept on each side of the cut
 inline constexpr double kMinHiddenShare = 0.25;  // compress only when at least this share of the makespan is hidden
 
 // The whole step [0, makespan].

@@ -1,7 +1,4 @@
 #include "executor/checkpoint/checkpoint.h"
-#include "base/hash.h"
-#include "base/json_text.h"
-#include "base/file_io.h"
 
 #include <cstdio>
 #include <cstring>
@@ -9,6 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/file_io.h"
+#include "base/hash.h"
+#include "base/json_text.h"
 #include "models/spec/hf_weights.h"
 #include "plan/plan.h"
 
@@ -83,12 +83,13 @@ StatusOr<CheckpointManifest> ReadManifest(const std::string& step_dir) {
     field = "version";
     const int version = j.at("version").get<int>();
     if (version == 1)
-      return Status::InvalidArgument(path + ": field 'version' is 1: a checkpoint of per-rank files (rank_<r>.pt) "
+      return Status::InvalidArgument(path +
+                                     ": field 'version' is 1: a checkpoint of per-rank files (rank_<r>.pt) "
                                      "from an older pipewright, readable only by it; this one reads version " +
                                      std::to_string(kCheckpointVersion) + " (per-layer files)");
     if (version != kCheckpointVersion)
-      return Status::InvalidArgument(path + ": field 'version' is " + std::to_string(version) + ", this pipewright reads " +
-                                     std::to_string(kCheckpointVersion));
+      return Status::InvalidArgument(path + ": field 'version' is " + std::to_string(version) +
+                                     ", this pipewright reads " + std::to_string(kCheckpointVersion));
     field = "steps_done";
     m.steps_done = j.at(field).get<int>();
     field = "seed";
@@ -158,13 +159,12 @@ StatusOr<std::string> ResolveCheckpointDir(const std::string& path, const std::s
     if (name > best) best = name;  // zero-padded: lexicographic = numeric
   }
   if (best.empty())
-    return Status::NotFound(flag + " " + path +
-                            ": no complete checkpoint (no manifest.json, no step_*/manifest.json)");
+    return Status::NotFound(flag + " " + path + ": no complete checkpoint (no manifest.json, no step_*/manifest.json)");
   return path + "/" + best;
 }
 
-Status CheckResumable(const CheckpointManifest& m, const std::string& step_dir, const ModelConfig& model,
-                      uint64_t seed, const std::string& dtype, int batch_rows, int seq_length) {
+Status CheckResumable(const CheckpointManifest& m, const std::string& step_dir, const ModelConfig& model, uint64_t seed,
+                      const std::string& dtype, int batch_rows, int seq_length) {
   const std::string where = "--resume " + step_dir + ": ";
   PW_ASSIGN_OR_RETURN(ModelConfig saved, ManifestModel(m, step_dir));
   // CheckSameModel names the first differing field by its HF name.
@@ -179,14 +179,17 @@ Status CheckResumable(const CheckpointManifest& m, const std::string& step_dir, 
                                    std::to_string(m.seed) + ", this run has --seed " + std::to_string(seed) +
                                    " (the data order differs)");
   if (m.batch_rows != batch_rows)
-    return Status::InvalidArgument(where + "field 'batch_rows': the checkpoint's run took " +
-                                   std::to_string(m.batch_rows) + " sequences per step, this plan's "
-                                   "training.global_batch_size is " + std::to_string(batch_rows) +
-                                   " (data position " + std::to_string(m.data_position) + " would not continue)");
+    return Status::InvalidArgument(
+        where + "field 'batch_rows': the checkpoint's run took " + std::to_string(m.batch_rows) +
+        " sequences per step, this plan's "
+        "training.global_batch_size is " +
+        std::to_string(batch_rows) + " (data position " + std::to_string(m.data_position) + " would not continue)");
   if (m.seq_length != seq_length)
     return Status::InvalidArgument(where + "field 'seq_length': the checkpoint's run used " +
-                                   std::to_string(m.seq_length) + " tokens per sequence, this plan's "
-                                   "training.seq_length is " + std::to_string(seq_length));
+                                   std::to_string(m.seq_length) +
+                                   " tokens per sequence, this plan's "
+                                   "training.seq_length is " +
+                                   std::to_string(seq_length));
   return Status::Ok();
 }
 
@@ -218,7 +221,8 @@ Status VerifyCheckpointFile(const std::string& step_dir, const CheckpointFile& f
   namespace fs = std::filesystem;
   const std::string path = step_dir + "/" + f.name;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return Status::NotFound("checkpoint file " + path + " is missing (listed in the manifest)");
+  if (!fs::exists(path, ec))
+    return Status::NotFound("checkpoint file " + path + " is missing (listed in the manifest)");
   const auto size = fs::file_size(path, ec);
   if (ec) return Status::InvalidArgument("checkpoint file " + path + ": " + ec.message());
   if (static_cast<int64_t>(size) != f.bytes)

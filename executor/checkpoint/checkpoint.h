@@ -40,10 +40,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "models/spec/model_config.h"
@@ -73,8 +72,8 @@ struct CheckpointManifest {
   // The model, as its Hugging Face config.json (pw::HfConfigJson): what a
   // resume, `generate` and `export` build.
   nlohmann::json model;
-  int dp_size = 1;            // data-parallel replicas of the writing run
-  int optimizer_shards = 1;   // ZeRO-1 shards of the optimizer state (1: in the layer files; D: shard files)
+  int dp_size = 1;           // data-parallel replicas of the writing run
+  int optimizer_shards = 1;  // ZeRO-1 shards of the optimizer state (1: in the layer files; D: shard files)
   // The plan that wrote it: reported, never a reason to refuse a resume.
   std::string plan_hash, schedule;
   int pp_size = 0;
@@ -89,7 +88,6 @@ std::string CheckpointStepDir(const std::string& root, int steps_done);
 std::string CheckpointLayerFileName(const std::string& layer);
 // "<layer>.adamw_shard_<shard>_of_<shards>.safetensors": ZeRO-1 shard file.
 std::string CheckpointShardFileName(const std::string& layer, int shard, int shards);
-
 
 // Digest of a file's bytes: FNV-1a 64 applied to its 64-bit little-endian
 // words (then to the remaining bytes one by one), as 16 hex digits; reads

@@ -57,9 +57,8 @@ StatusOr<torch::Tensor> ReadLike(const safetensors::File& file, const std::strin
   const safetensors::Dtype want = fp64 ? safetensors::Dtype::kF64 : safetensors::Dtype::kF32;
   if (info->shape != like.sizes().vec() || info->dtype != want)
     return Status::InvalidArgument("checkpoint file " + file.path() + ": tensor '" + name + "' is " +
-                                   safetensors::DtypeName(info->dtype) + " " + ShapeText(info->shape) +
-                                   ", expected " + safetensors::DtypeName(want) + " " +
-                                   ShapeText(like.sizes().vec()));
+                                   safetensors::DtypeName(info->dtype) + " " + ShapeText(info->shape) + ", expected " +
+                                   safetensors::DtypeName(want) + " " + ShapeText(like.sizes().vec()));
   torch::Tensor t = torch::empty(like.sizes(), torch::TensorOptions().dtype(like.scalar_type()));
   if (fp64)
     PW_RETURN_IF_ERROR(file.Read(name, t.data_ptr<double>(), t.numel()));
@@ -144,8 +143,8 @@ namespace {
 StatusOr<int64_t> MetaInt(const safetensors::File& file, const std::string& key, const std::string& what) {
   const nlohmann::json& meta = file.metadata();
   if (!meta.contains(key) || !meta[key].is_string())
-    return Status::InvalidArgument("checkpoint file " + file.path() + ": __metadata__ has no '" + key + "' (" +
-                                   what + ")");
+    return Status::InvalidArgument("checkpoint file " + file.path() + ": __metadata__ has no '" + key + "' (" + what +
+                                   ")");
   try {
     size_t used = 0;
     const std::string text = meta[key].get<std::string>();
@@ -153,8 +152,7 @@ StatusOr<int64_t> MetaInt(const safetensors::File& file, const std::string& key,
     if (used != text.size()) throw std::invalid_argument(text);
     return static_cast<int64_t>(v);
   } catch (const std::exception&) {
-    return Status::InvalidArgument("checkpoint file " + file.path() + ": __metadata__ '" + key +
-                                   "' is not an integer");
+    return Status::InvalidArgument("checkpoint file " + file.path() + ": __metadata__ '" + key + "' is not an integer");
   }
 }
 
@@ -250,10 +248,8 @@ void ClearAdamWState(torch::optim::AdamW& optimizer, const torch::Tensor& p) {
   optimizer.state().erase(StateKey(optimizer, p));
 }
 
-StatusOr<std::vector<LoadedParameter>> ReadLayerFiles(const std::string& step_dir,
-                                                      const CheckpointManifest& manifest,
-                                                      const std::vector<LayerTensors>& layers,
-                                                      bool optimizer_state) {
+StatusOr<std::vector<LoadedParameter>> ReadLayerFiles(const std::string& step_dir, const CheckpointManifest& manifest,
+                                                      const std::vector<LayerTensors>& layers, bool optimizer_state) {
   std::vector<LoadedParameter> loaded;
   const bool sharded = optimizer_state && manifest.optimizer_shards > 1;
   try {

@@ -67,8 +67,7 @@ struct LoadedParameter {
 // (safetensors) and every tensor (present, shape, dtype = the parameter's).
 // Changes nothing. Errors: NotFound / InvalidArgument naming the file and
 // tensor (expected vs found).
-StatusOr<std::vector<LoadedParameter>> ReadLayerFiles(const std::string& step_dir,
-                                                      const CheckpointManifest& manifest,
+StatusOr<std::vector<LoadedParameter>> ReadLayerFiles(const std::string& step_dir, const CheckpointManifest& manifest,
                                                       const std::vector<LayerTensors>& layers, bool optimizer_state);
 
 // ReadLayerFiles, then copies the values into the parameters (on their

@@ -49,8 +49,8 @@ Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
     std::vector<int64_t> want = p.sizes().vec();
     if (hf.transpose) std::swap(want[0], want[1]);
     if (info->shape != want)
-      return Status::InvalidArgument(file->path() + ": tensor '" + name + "' has shape " +
-                                     ShapeText(info->shape) + " but the plan's model needs " + ShapeText(want) +
+      return Status::InvalidArgument(file->path() + ": tensor '" + name + "' has shape " + ShapeText(info->shape) +
+                                     " but the plan's model needs " + ShapeText(want) +
                                      (hf.transpose ? " (Conv1D layout, (in, out))" : ""));
     found.push_back({file, name, hf.transpose});
   }
@@ -113,8 +113,8 @@ StatusOr<ExportSummary> ExportHfModel(const std::string& checkpoint, const std::
       d.name = hf.name;
       d.dtype = info.dtype;
       if (d.dtype != (fp64 ? safetensors::Dtype::kF64 : safetensors::Dtype::kF32))
-        return Status::InvalidArgument(file->path() + ": tensor '" + ours + "' is " +
-                                       safetensors::DtypeName(d.dtype) + ", the manifest says " + manifest.dtype);
+        return Status::InvalidArgument(file->path() + ": tensor '" + ours + "' is " + safetensors::DtypeName(d.dtype) +
+                                       ", the manifest says " + manifest.dtype);
       const unsigned char* src = file->Data(info);
       const size_t e = static_cast<size_t>(safetensors::DtypeBytes(info.dtype));
       d.shape = info.shape;

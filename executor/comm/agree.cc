@@ -6,7 +6,8 @@ namespace pw::exec {
 
 Status AgreeOnStatus(const Status& mine, Communicator& comm) {
   // "" = OK; else "<code number>:<message>".
-  const std::string wire = mine.ok() ? std::string() : std::to_string(static_cast<int>(mine.code())) + ":" + mine.message();
+  const std::string wire =
+      mine.ok() ? std::string() : std::to_string(static_cast<int>(mine.code())) + ":" + mine.message();
   PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm.AllGather(wire));
   for (size_t r = 0; r < all.size(); ++r) {
     if (all[r].empty()) continue;

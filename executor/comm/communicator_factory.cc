@@ -32,8 +32,7 @@ StatusOr<std::unique_ptr<CommunicatorHandle>> MakeNccl(const CommunicatorSpec& s
   // One GPU per rank (NCCL refuses two ranks on one GPU). Compute runs on
   // LibTorch's default stream (nullptr = the legacy default stream).
   PW_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> nccl,
-                      NcclCommunicator::Create(*bootstrap, DeviceForRank(spec.local_rank, CudaDeviceCount()),
-                                               nullptr));
+                      NcclCommunicator::Create(*bootstrap, DeviceForRank(spec.local_rank, CudaDeviceCount()), nullptr));
   NcclCommunicator* raw = nccl.get();
   return std::make_unique<CommunicatorHandle>(std::move(bootstrap), std::move(nccl),
                                               [raw] { return raw->Synchronize(); });
@@ -46,9 +45,7 @@ StatusOr<std::unique_ptr<CommunicatorHandle>> MakeNccl(const CommunicatorSpec& s
 
 CommunicatorHandle::CommunicatorHandle(std::unique_ptr<Communicator> bootstrap, std::unique_ptr<Communicator> comm,
                                        std::function<Status()> finish)
-    : bootstrap_(std::move(bootstrap)),
-      comm_(std::move(comm)),
-      finish_(std::move(finish)) {}
+    : bootstrap_(std::move(bootstrap)), comm_(std::move(comm)), finish_(std::move(finish)) {}
 
 CommunicatorHandle::~CommunicatorHandle() {
   comm_.reset();  // before the communicator it is built on
@@ -83,8 +80,8 @@ struct CommunicatorKindInfo {
 
 const CommunicatorKindInfo kKinds[] = {
     {"mpi", true, "", MakeMpiHandle},
-    {"nccl", kNcclCompiledIn, "this pipewright was built without NCCL (CUDA toolkit or NCCL not found at configure time)",
-     MakeNccl},
+    {"nccl", kNcclCompiledIn,
+     "this pipewright was built without NCCL (CUDA toolkit or NCCL not found at configure time)", MakeNccl},
     {"tcp", true, "", MakeTcpHandle},
 };
 

@@ -44,13 +44,12 @@ StatusOr<LaunchEnv> ReadLaunchEnv(const std::function<const char*(const char*)>&
     PW_RETURN_IF_ERROR(ReadInt(getenv, s.rank, &env.rank, &has_rank));
     if (!has_rank) continue;
     PW_RETURN_IF_ERROR(ReadInt(getenv, s.size, &env.world_size, &has_size));
-    if (!has_size)
-      return Status::InvalidArgument(std::string(s.launcher) + " set " + s.rank + " but not " + s.size);
+    if (!has_size) return Status::InvalidArgument(std::string(s.launcher) + " set " + s.rank + " but not " + s.size);
     PW_RETURN_IF_ERROR(ReadInt(getenv, s.local_rank, &env.local_rank, &has_local));
     if (!has_local) env.local_rank = env.rank;  // single node
     if (env.world_size < 1 || env.rank >= env.world_size)
-      return Status::InvalidArgument(std::string(s.rank) + "=" + std::to_string(env.rank) + " is not in [0, " +
-                                     s.size + "=" + std::to_string(env.world_size) + ")");
+      return Status::InvalidArgument(std::string(s.rank) + "=" + std::to_string(env.rank) + " is not in [0, " + s.size +
+                                     "=" + std::to_string(env.world_size) + ")");
     env.launcher = s.launcher;
     return env;
   }
@@ -61,17 +60,15 @@ StatusOr<LaunchEnv> ReadLaunchEnv(const std::function<const char*(const char*)>&
 
 Status CheckWorldSize(const LaunchEnv& env, int plan_pp_size) {
   if (env.world_size == plan_pp_size) return Status::Ok();
-  std::string how = env.launcher == "srun" ? "srun -n " : env.launcher == "torchrun" ? "torchrun --nproc-per-node "
-                                                                                     : "mpirun -np ";
-  return Status::InvalidArgument("the plan is for " + std::to_string(plan_pp_size) + " pipeline ranks (pp_size) but " +
-                                 env.launcher + " started " + std::to_string(env.world_size) + " process" +
-                                 (env.world_size == 1 ? "" : "es") + ": launch with " + how +
-                                 std::to_string(plan_pp_size) + ", or make a plan with --pp " +
-                                 std::to_string(env.world_size));
+  std::string how = env.launcher == "srun"       ? "srun -n "
+                    : env.launcher == "torchrun" ? "torchrun --nproc-per-node "
+                                                 : "mpirun -np ";
+  return Status::InvalidArgument(
+      "the plan is for " + std::to_string(plan_pp_size) + " pipeline ranks (pp_size) but " + env.launcher +
+      " started " + std::to_string(env.world_size) + " process" + (env.world_size == 1 ? "" : "es") + ": launch with " +
+      how + std::to_string(plan_pp_size) + ", or make a plan with --pp " + std::to_string(env.world_size));
 }
 
-int DeviceForRank(int local_rank, int device_count) {
-  return device_count > 0 ? local_rank % device_count : 0;
-}
+int DeviceForRank(int local_rank, int device_count) { return device_count > 0 ? local_rank % device_count : 0; }
 
 }  // namespace pw::exec

@@ -12,8 +12,8 @@ StatusOr<std::vector<std::vector<double>>> AllGatherDoubles(Communicator& comm, 
   std::vector<std::vector<double>> out(all.size());
   for (size_t r = 0; r < all.size(); ++r) {
     if (all[r].size() % sizeof(double) != 0)
-      return Status::CommError("rank " + std::to_string(comm.rank()) + ": AllGatherDoubles: rank " +
-                               std::to_string(r) + " sent " + std::to_string(all[r].size()) + " bytes");
+      return Status::CommError("rank " + std::to_string(comm.rank()) + ": AllGatherDoubles: rank " + std::to_string(r) +
+                               " sent " + std::to_string(all[r].size()) + " bytes");
     out[r].resize(all[r].size() / sizeof(double));
     if (!all[r].empty()) std::memcpy(out[r].data(), all[r].data(), all[r].size());
   }
@@ -32,7 +32,9 @@ Status NoDataParallel(const Communicator& comm) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int, int, const std::string&) { return NoDataParallel(*this); }
+StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int, int, const std::string&) {
+  return NoDataParallel(*this);
+}
 StatusOr<RequestId> Communicator::IallReduceSum(void*, int64_t, ElementType) { return NoDataParallel(*this); }
 StatusOr<RequestId> Communicator::IreduceScatterSum(const void*, void*, int64_t, ElementType) {
   return NoDataParallel(*this);
@@ -106,9 +108,9 @@ Status LoopbackCommunicator::Deliver(const Pending& p) {
   std::vector<char> msg = std::move(ch.messages[p.index]);
   ch.messages.erase(p.index);
   if (static_cast<int64_t>(msg.size()) != p.bytes)
-    return Status::CommError("rank " + std::to_string(rank_) + ": message #" + std::to_string(p.index) +
-                             " from rank " + std::to_string(src) + " has " + std::to_string(msg.size()) +
-                             " bytes, expected " + std::to_string(p.bytes));
+    return Status::CommError("rank " + std::to_string(rank_) + ": message #" + std::to_string(p.index) + " from rank " +
+                             std::to_string(src) + " has " + std::to_string(msg.size()) + " bytes, expected " +
+                             std::to_string(p.bytes));
   if (p.bytes > 0) std::memcpy(p.data, msg.data(), msg.size());
   return Status::Ok();
 }

@@ -1,5 +1,4 @@
 #include "executor/comm/mpi_communicator.h"
-#include "base/format.h"
 
 #include <mpi.h>
 #include <unistd.h>
@@ -8,11 +7,13 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
-#include <thread>
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "base/format.h"
 
 namespace pw::exec {
 
@@ -162,41 +163,41 @@ StatusOr<RequestId> MpiCommunicator::PostCollective(const std::string& what, con
 
 std::string MpiCommunicator::Members() const {
   std::string s;
-  for (size_t r = 0; r < impl_->world_ranks.size(); ++r)
-    s += (r ? ", " : "") + std::to_string(impl_->world_ranks[r]);
+  for (size_t r = 0; r < impl_->world_ranks.size(); ++r) s += (r ? ", " : "") + std::to_string(impl_->world_ranks[r]);
   return "world ranks " + s;
 }
 
 StatusOr<RequestId> MpiCommunicator::IallReduceSum(void* data, int64_t count, ElementType type) {
   MPI_Comm comm = impl_->comm;
-  return PostCollective("all-reduce of " + std::to_string(count) + " elements over " + Members(),
-                        [&](void* req) {
-                          return MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MpiType(type), MPI_SUM,
-                                                comm, static_cast<MPI_Request*>(req));
-                        },
-                        count);
+  return PostCollective(
+      "all-reduce of " + std::to_string(count) + " elements over " + Members(),
+      [&](void* req) {
+        return MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MpiType(type), MPI_SUM, comm,
+                              static_cast<MPI_Request*>(req));
+      },
+      count);
 }
 
-StatusOr<RequestId> MpiCommunicator::IreduceScatterSum(const void* send, void* recv, int64_t count,
-                                                       ElementType type) {
+StatusOr<RequestId> MpiCommunicator::IreduceScatterSum(const void* send, void* recv, int64_t count, ElementType type) {
   MPI_Comm comm = impl_->comm;
-  return PostCollective("reduce-scatter of " + std::to_string(count) + " elements per rank over " + Members(),
-                        [&](void* req) {
-                          return MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), MpiType(type),
-                                                           MPI_SUM, comm, static_cast<MPI_Request*>(req));
-                        },
-                        count * size_);
+  return PostCollective(
+      "reduce-scatter of " + std::to_string(count) + " elements per rank over " + Members(),
+      [&](void* req) {
+        return MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), MpiType(type), MPI_SUM, comm,
+                                         static_cast<MPI_Request*>(req));
+      },
+      count * size_);
 }
 
 StatusOr<RequestId> MpiCommunicator::IallGatherBlocks(const void* send, void* recv, int64_t count, ElementType type) {
   MPI_Comm comm = impl_->comm;
-  return PostCollective("all-gather of " + std::to_string(count) + " elements per rank over " + Members(),
-                        [&](void* req) {
-                          return MPI_Iallgather(send, static_cast<int>(count), MpiType(type), recv,
-                                                static_cast<int>(count), MpiType(type), comm,
-                                                static_cast<MPI_Request*>(req));
-                        },
-                        count * size_);
+  return PostCollective(
+      "all-gather of " + std::to_string(count) + " elements per rank over " + Members(),
+      [&](void* req) {
+        return MPI_Iallgather(send, static_cast<int>(count), MpiType(type), recv, static_cast<int>(count),
+                              MpiType(type), comm, static_cast<MPI_Request*>(req));
+      },
+      count * size_);
 }
 
 StatusOr<RequestId> MpiCommunicator::Isend(int peer, Channel channel, const void* data, int64_t bytes) {
@@ -206,8 +207,7 @@ StatusOr<RequestId> MpiCommunicator::Isend(int peer, Channel channel, const void
   Impl::Pending p;
   p.peer = peer;
   p.bytes = bytes;
-  int rc = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, static_cast<int>(channel), impl_->comm,
-                     &p.request);
+  int rc = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, static_cast<int>(channel), impl_->comm, &p.request);
   if (rc != MPI_SUCCESS)
     return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": MPI_Isend to rank " +
                              std::to_string(peer) + " failed: " + MpiErrorText(rc));
@@ -226,8 +226,7 @@ StatusOr<RequestId> MpiCommunicator::Irecv(int peer, Channel channel, void* data
   p.bytes = bytes;
   // A longer message fails with MPI_ERR_TRUNCATE, a shorter one is caught by
   // comparing the received count on Wait/Test.
-  int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, static_cast<int>(channel), impl_->comm,
-                     &p.request);
+  int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, static_cast<int>(channel), impl_->comm, &p.request);
   if (rc != MPI_SUCCESS)
     return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": MPI_Irecv from rank " +
                              std::to_string(peer) + " failed: " + MpiErrorText(rc));
@@ -275,8 +274,8 @@ Status MpiCommunicator::Completed(const void* pending, int rc, void* status_ptr,
   const auto& p = *static_cast<const Impl::Pending*>(pending);
   auto* status = static_cast<MPI_Status*>(status_ptr);
   if (rc != MPI_SUCCESS)
-    return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what + " failed: " +
-                             MpiErrorText(rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR : rc));
+    return Status::CommError(Host() + ": rank " + std::to_string(rank_) + ": " + what +
+                             " failed: " + MpiErrorText(rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR : rc));
   if (p.is_recv) {
     int count = 0;
     MPI_Get_count(status, MPI_BYTE, &count);
@@ -299,16 +298,16 @@ Status MpiCommunicator::Poll(void* request_ptr, void* status_ptr, const std::str
   for (int us = 20;; us = std::min(us * 2, 1000)) {
     rc = MPI_Test(request, &done, status);
     if (rc != MPI_SUCCESS || done) break;
-    if (watchdog_s_ > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > watchdog_s_) {
+    if (watchdog_s_ > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > watchdog_s_) {
       return Status::CommError(Host() + ": " + Who(rank_) + ": " + what + ": no progress for " +
-                               FormatShort(watchdog_s_) + " s (watchdog --watchdog-s): the peer died, hangs, or is far behind");
+                               FormatShort(watchdog_s_) +
+                               " s (watchdog --watchdog-s): the peer died, hangs, or is far behind");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(us));
   }
   if (rc != MPI_SUCCESS)
-    return Status::CommError(Host() + ": " + Who(rank_) + ": " + what + " failed: " +
-                             MpiErrorText(rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR : rc));
+    return Status::CommError(Host() + ": " + Who(rank_) + ": " + what +
+                             " failed: " + MpiErrorText(rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR : rc));
   return Status::Ok();
 }
 

@@ -36,13 +36,11 @@ struct NcclCommunicator::Impl {
 
   Status Cuda(cudaError_t err, const char* what) const {
     if (err == cudaSuccess) return Status::Ok();
-    return Status::CommError(Host() + ": rank " + std::to_string(rank) + ": " + what + ": " +
-                             cudaGetErrorString(err));
+    return Status::CommError(Host() + ": rank " + std::to_string(rank) + ": " + what + ": " + cudaGetErrorString(err));
   }
   Status Nccl(ncclResult_t res, const std::string& what) const {
     if (res == ncclSuccess) return Status::Ok();
-    return Status::CommError(Host() + ": rank " + std::to_string(rank) + ": " + what + ": " +
-                             ncclGetErrorString(res));
+    return Status::CommError(Host() + ": rank " + std::to_string(rank) + ": " + what + ": " + ncclGetErrorString(res));
   }
   StatusOr<cudaEvent_t> TakeEvent() {
     if (!free_events.empty()) {
@@ -92,7 +90,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicator& bootstrap, int device,
-                                                                      void* compute_stream) {
+                                                                     void* compute_stream) {
   std::unique_ptr<NcclCommunicator> self(new NcclCommunicator());
   Impl& s = *self->impl_;
   s.bootstrap = &bootstrap;
@@ -108,8 +106,7 @@ StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicato
   PW_RETURN_IF_ERROR(s.Cuda(cudaSetDevice(device), "cudaSetDevice"));
   PW_RETURN_IF_ERROR(
       s.Cuda(cudaStreamCreateWithFlags(&s.comm_stream, cudaStreamNonBlocking), "cudaStreamCreate(comm)"));
-  PW_RETURN_IF_ERROR(
-      s.Cuda(cudaEventCreateWithFlags(&s.compute_ready, cudaEventDisableTiming), "cudaEventCreate"));
+  PW_RETURN_IF_ERROR(s.Cuda(cudaEventCreateWithFlags(&s.compute_ready, cudaEventDisableTiming), "cudaEventCreate"));
   // Rank 0 makes the id; everyone reads rank 0's entry of the all-gather.
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
@@ -118,9 +115,9 @@ StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicato
   if (ids.empty() || ids[0].size() != sizeof(id))
     return Status::CommError("rank " + std::to_string(s.rank) + ": bad NCCL unique id from rank 0");
   std::memcpy(&id, ids[0].data(), sizeof(id));
-  PW_RETURN_IF_ERROR(s.Nccl(nccl_compat::CommInitRank(&s.comm, s.size, id, s.rank),
-                            "ncclCommInitRank(" + std::to_string(s.size) + " ranks, device " +
-                                std::to_string(device) + ")"));
+  PW_RETURN_IF_ERROR(
+      s.Nccl(nccl_compat::CommInitRank(&s.comm, s.size, id, s.rank),
+             "ncclCommInitRank(" + std::to_string(s.size) + " ranks, device " + std::to_string(device) + ")"));
   return self;
 }
 
@@ -196,29 +193,27 @@ ncclDataType_t NcclType(ElementType t) { return t == ElementType::kFloat64 ? ncc
 StatusOr<RequestId> NcclCommunicator::IallReduceSum(void* data, int64_t count, ElementType type) {
   Impl& s = *impl_;
   PW_RETURN_IF_ERROR(s.OrderAfterCompute());
-  PW_RETURN_IF_ERROR(s.Nccl(ncclAllReduce(data, data, static_cast<size_t>(count), NcclType(type), ncclSum, s.comm,
-                                          s.comm_stream),
-                            "ncclAllReduce of " + std::to_string(count) + " elements"));
+  PW_RETURN_IF_ERROR(
+      s.Nccl(ncclAllReduce(data, data, static_cast<size_t>(count), NcclType(type), ncclSum, s.comm, s.comm_stream),
+             "ncclAllReduce of " + std::to_string(count) + " elements"));
   return s.Finish("all-reduce");
 }
 
-StatusOr<RequestId> NcclCommunicator::IreduceScatterSum(const void* send, void* recv, int64_t count,
-                                                        ElementType type) {
+StatusOr<RequestId> NcclCommunicator::IreduceScatterSum(const void* send, void* recv, int64_t count, ElementType type) {
   Impl& s = *impl_;
   PW_RETURN_IF_ERROR(s.OrderAfterCompute());
-  PW_RETURN_IF_ERROR(s.Nccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), NcclType(type), ncclSum,
-                                              s.comm, s.comm_stream),
-                            "ncclReduceScatter of " + std::to_string(count) + " elements per rank"));
+  PW_RETURN_IF_ERROR(
+      s.Nccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), NcclType(type), ncclSum, s.comm, s.comm_stream),
+             "ncclReduceScatter of " + std::to_string(count) + " elements per rank"));
   return s.Finish("reduce-scatter");
 }
 
-StatusOr<RequestId> NcclCommunicator::IallGatherBlocks(const void* send, void* recv, int64_t count,
-                                                       ElementType type) {
+StatusOr<RequestId> NcclCommunicator::IallGatherBlocks(const void* send, void* recv, int64_t count, ElementType type) {
   Impl& s = *impl_;
   PW_RETURN_IF_ERROR(s.OrderAfterCompute());
-  PW_RETURN_IF_ERROR(s.Nccl(ncclAllGather(send, recv, static_cast<size_t>(count), NcclType(type), s.comm,
-                                          s.comm_stream),
-                            "ncclAllGather of " + std::to_string(count) + " elements per rank"));
+  PW_RETURN_IF_ERROR(
+      s.Nccl(ncclAllGather(send, recv, static_cast<size_t>(count), NcclType(type), s.comm, s.comm_stream),
+             "ncclAllGather of " + std::to_string(count) + " elements per rank"));
   return s.Finish("all-gather");
 }
 

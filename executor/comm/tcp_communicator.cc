@@ -1,5 +1,4 @@
 #include "executor/comm/tcp_communicator.h"
-#include "base/format.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -17,6 +16,8 @@
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include "base/format.h"
 
 namespace pw::exec {
 
@@ -147,10 +148,10 @@ struct TcpCommunicator::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::map<RequestId, Request> requests;
-  std::map<std::pair<int, int>, std::deque<RequestId>> posted;    // (peer, channel) -> receives, FIFO
-  std::map<std::pair<int, int>, std::deque<std::string>> early;   // (peer, channel) -> arrived first
-  std::vector<std::deque<Outgoing>> outq;                         // per peer
-  std::vector<std::string> peer_error;                            // per peer: connection lost
+  std::map<std::pair<int, int>, std::deque<RequestId>> posted;   // (peer, channel) -> receives, FIFO
+  std::map<std::pair<int, int>, std::deque<std::string>> early;  // (peer, channel) -> arrived first
+  std::vector<std::deque<Outgoing>> outq;                        // per peer
+  std::vector<std::string> peer_error;                           // per peer: connection lost
   std::vector<std::thread> threads;
   bool closing = false;
   RequestId next_id = 1;
@@ -200,8 +201,8 @@ struct TcpCommunicator::Impl {
                       " bytes, expected " + std::to_string(r.bytes);
         } else if (id != 0) {  // posted with another size: the ranks disagree on the plan
           requests[id].done = true;
-          requests[id].error = Me() + ": receive from rank " + std::to_string(peer) + ": got " +
-                               std::to_string(bytes) + " bytes, expected " + std::to_string(requests[id].bytes);
+          requests[id].error = Me() + ": receive from rank " + std::to_string(peer) + ": got " + std::to_string(bytes) +
+                               " bytes, expected " + std::to_string(requests[id].bytes);
         } else {
           early[{peer, channel}].push_back(std::move(buf));
         }
@@ -291,7 +292,7 @@ TcpCommunicator::~TcpCommunicator() {
 }
 
 StatusOr<std::unique_ptr<TcpCommunicator>> TcpCommunicator::Create(int rank, int world_size,
-                                                                    const TcpOptions& options) {
+                                                                   const TcpOptions& options) {
   if (world_size < 1 || rank < 0 || rank >= world_size)
     return Status::InvalidArgument("RANK " + std::to_string(rank) + " is outside WORLD_SIZE " +
                                    std::to_string(world_size));
@@ -312,9 +313,10 @@ StatusOr<std::unique_ptr<TcpCommunicator>> TcpCommunicator::Create(int rank, int
     StatusOr<int> listener = Listen(*master_addr, "MASTER_ADDR:MASTER_PORT " + master);
     if (!listener.ok()) return fail(listener.status());
     for (int k = 1; k < world_size; ++k) {
-      StatusOr<int> fd = AcceptOne(*listener, master + " (" + std::to_string(k - 1) + " of " +
-                                                  std::to_string(world_size - 1) + " ranks connected)",
-                                   options.connect_timeout_s);
+      StatusOr<int> fd = AcceptOne(
+          *listener,
+          master + " (" + std::to_string(k - 1) + " of " + std::to_string(world_size - 1) + " ranks connected)",
+          options.connect_timeout_s);
       if (!fd.ok()) return fail(fd.status());
       int32_t peer = -1;
       Endpoint ep;
@@ -420,10 +422,11 @@ Status TcpCommunicator::Wait(RequestId id) {
   auto it = s.requests.find(id);
   if (it == s.requests.end()) return Status::Internal(s.Me() + ": wait on unknown request " + std::to_string(id));
   const int peer = it->second.peer;
-  const std::string what = std::string(it->second.is_recv ? "receive from" : "send to") + " rank " +
-                           std::to_string(peer);
+  const std::string what =
+      std::string(it->second.is_recv ? "receive from" : "send to") + " rank " + std::to_string(peer);
   const bool is_recv = it->second.is_recv;
-  PW_RETURN_IF_ERROR(s.WaitFor(lock, peer, what, [&] { return s.requests[id].done; }, /*peer_loss_fails=*/is_recv));
+  PW_RETURN_IF_ERROR(s.WaitFor(
+      lock, peer, what, [&] { return s.requests[id].done; }, /*peer_loss_fails=*/is_recv));
   std::string error = s.requests[id].error;
   s.requests.erase(id);
   if (!error.empty()) return Status::CommError(error);

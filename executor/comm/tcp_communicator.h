@@ -25,7 +25,7 @@ namespace pw::exec {
 
 struct TcpOptions {
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR
-  int master_port = 29500;                 // MASTER_PORT
+  int master_port = 29500;                // MASTER_PORT
   // Rendezvous: how long to keep retrying the connection to rank 0 / peers,
   // and how long rank 0 / a peer waits for each incoming connection.
   double connect_timeout_s = 60.0;

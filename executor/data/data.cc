@@ -63,8 +63,10 @@ namespace {
 // Little-endian reads (the token files' byte order, whatever the host's).
 uint32_t ReadLe(const unsigned char* p, int width) {
   switch (width) {
-    case 1: return p[0];
-    case 2: return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8;
+    case 1:
+      return p[0];
+    case 2:
+      return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8;
     default:
       return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
              static_cast<uint32_t>(p[3]) << 24;
@@ -141,8 +143,8 @@ std::string Head(const std::string& path, size_t n) {
 
 // The first token >= vocab in [0, count) of the tokens at `offset` bytes of
 // `path`, by 1 MiB preads (not through the mapping: bounded memory). -1 if none.
-StatusOr<int64_t> FirstTokenAtOrAbove(const std::string& path, int64_t offset, int64_t count, int width,
-                                      int64_t vocab, uint32_t* value) {
+StatusOr<int64_t> FirstTokenAtOrAbove(const std::string& path, int64_t offset, int64_t count, int width, int64_t vocab,
+                                      uint32_t* value) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::NotFound("--data " + path + ": cannot open: " + std::strerror(errno));
   std::vector<unsigned char> buf(size_t{1} << 20);
@@ -153,14 +155,16 @@ StatusOr<int64_t> FirstTokenAtOrAbove(const std::string& path, int64_t offset, i
     const ssize_t got = ::pread(fd, buf.data(), static_cast<size_t>(n * width), offset + first * width);
     if (got != n * width) {
       ::close(fd);
-      return Status::InvalidArgument("--data " + path + ": read failed at byte " + std::to_string(offset + first * width));
+      return Status::InvalidArgument("--data " + path + ": read failed at byte " +
+                                     std::to_string(offset + first * width));
     }
     // The largest id of the piece first (a loop compilers vectorise), the
     // position only when it is out of range.
     uint32_t max_id = 0;
     if (width == 2) {
       for (int64_t i = 0; i < n; ++i)
-        max_id = std::max<uint32_t>(max_id, static_cast<uint32_t>(buf[2 * i]) | static_cast<uint32_t>(buf[2 * i + 1]) << 8);
+        max_id =
+            std::max<uint32_t>(max_id, static_cast<uint32_t>(buf[2 * i]) | static_cast<uint32_t>(buf[2 * i + 1]) << 8);
     } else {
       for (int64_t i = 0; i < n; ++i) max_id = std::max(max_id, ReadLe(buf.data() + i * 4, 4));
     }
@@ -194,10 +198,10 @@ Status ValidateDataSpec(const DataSpec& spec) {
 StatusOr<TextDataset> TextDataset::Finish(TextDataset ds, int seq, uint64_t seed, const std::string& order) {
   if (seq < 1) return Status::InvalidArgument("sequence length must be >= 1, got " + std::to_string(seq));
   if (ds.num_tokens_ < seq + 1)
-    return Status::InvalidArgument(std::to_string(ds.num_tokens_) + (ds.width_ == 1 && ds.description_ == "bytes of text"
-                                                              ? " bytes, need at least "
-                                                              : " tokens, need at least ") +
-                                   std::to_string(seq + 1) + " for sequence length " + std::to_string(seq));
+    return Status::InvalidArgument(
+        std::to_string(ds.num_tokens_) +
+        (ds.width_ == 1 && ds.description_ == "bytes of text" ? " bytes, need at least " : " tokens, need at least ") +
+        std::to_string(seq + 1) + " for sequence length " + std::to_string(seq));
   ds.seq_ = seq;
   ds.seed_ = seed;
   ds.sequential_ = order == "sequential";
@@ -250,18 +254,23 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
     if (tok->vocab_size() != vocab_size)
       return Status::InvalidArgument("--tokenizer " + spec.tokenizer + " has a vocabulary of " +
                                      std::to_string(tok->vocab_size()) + " pieces but the plan's model.vocab_size is " +
-                                     std::to_string(vocab_size) + "; they must be equal (plan with a model config whose "
-                                     "vocab_size is " + std::to_string(tok->vocab_size()) + ")");
+                                     std::to_string(vocab_size) +
+                                     "; they must be equal (plan with a model config whose "
+                                     "vocab_size is " +
+                                     std::to_string(tok->vocab_size()) + ")");
     if (bytes > kMaxRunTextBytes)
-      return Status::InvalidArgument(what + ": " + std::to_string(bytes) + " bytes of text is more than `run --tokenizer` "
-                                     "tokenizes on every rank before step 1 (" + std::to_string(kMaxRunTextBytes) +
-                                     " bytes); tokenize once with `pipewright tokenize --tokenizer " +
-                                     spec.tokenizer + " --data " + path + " -o tokens.bin` and pass --data tokens.bin");
+      return Status::InvalidArgument(what + ": " + std::to_string(bytes) +
+                                     " bytes of text is more than `run --tokenizer` "
+                                     "tokenizes on every rank before step 1 (" +
+                                     std::to_string(kMaxRunTextBytes) +
+                                     " bytes); tokenize once with `pipewright tokenize --tokenizer " + spec.tokenizer +
+                                     " --data " + path + " -o tokens.bin` and pass --data tokens.bin");
     const char* tmpdir = std::getenv("TMPDIR");
     std::string tmpl = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/pipewright-tokens-XXXXXX";
     const int fd = ::mkstemp(tmpl.data());
-    if (fd < 0) return Status::InvalidArgument("--tokenizer: cannot create a temporary file " + tmpl + ": " +
-                                               std::strerror(errno));
+    if (fd < 0)
+      return Status::InvalidArgument("--tokenizer: cannot create a temporary file " + tmpl + ": " +
+                                     std::strerror(errno));
     ::unlink(tmpl.c_str());  // freed when the mapping and fd go
     const int width = tok->vocab_size() <= 65536 ? 2 : 4;
     StatusOr<int64_t> count = TokenizeTextFile(*tok, path, width, fd, 0);
@@ -301,9 +310,10 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
       width = magic == kLlmcMagicU16 ? 2 : 4;
       offset = kLlmcHeaderInts * 4;
       if (count < 0 || offset + count * width != bytes)
-        return Status::InvalidArgument(what + ": llm.c header says " + std::to_string(count) + " tokens of " + std::to_string(width) +
-                                       " bytes after the 1024-byte header, but the file has " + std::to_string(bytes) +
-                                       " bytes (" + std::to_string(offset + count * width) + " expected): truncated or not "
+        return Status::InvalidArgument(what + ": llm.c header says " + std::to_string(count) + " tokens of " +
+                                       std::to_string(width) + " bytes after the 1024-byte header, but the file has " +
+                                       std::to_string(bytes) + " bytes (" + std::to_string(offset + count * width) +
+                                       " expected): truncated or not "
                                        "an llm.c token file");
       const std::string dtype = width == 2 ? "uint16" : "uint32";
       if (!spec.token_dtype.empty() && spec.token_dtype != dtype)
@@ -322,7 +332,8 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
   if (width == 0) {
     // Text as bytes. A .bin file is almost surely tokens: refuse to read it as text.
     if (path.size() > 4 && path.compare(path.size() - 4, 4, ".bin") == 0)
-      return Status::InvalidArgument(what + ": a .bin file without an llm.c header: give --token-dtype uint16 or "
+      return Status::InvalidArgument(what +
+                                     ": a .bin file without an llm.c header: give --token-dtype uint16 or "
                                      "uint32 for a flat token array (nanoGPT's train.bin is uint16), or rename it "
                                      "to read it as text bytes");
     if (vocab_size < 256)
@@ -339,9 +350,9 @@ StatusOr<TextDataset> TextDataset::Open(const DataSpec& spec, int seq, uint64_t 
     uint32_t value = 0;
     PW_ASSIGN_OR_RETURN(int64_t bad, FirstTokenAtOrAbove(path, offset, ds.num_tokens_, width, vocab_size, &value));
     if (bad >= 0)
-      return Status::InvalidArgument(what + ": token " + std::to_string(value) + " at token offset " + std::to_string(bad) +
-                                     " (byte offset " + std::to_string(offset + bad * width) + ") is >= the model's vocab_size " +
-                                     std::to_string(vocab_size));
+      return Status::InvalidArgument(what + ": token " + std::to_string(value) + " at token offset " +
+                                     std::to_string(bad) + " (byte offset " + std::to_string(offset + bad * width) +
+                                     ") is >= the model's vocab_size " + std::to_string(vocab_size));
   }
   PW_ASSIGN_OR_RETURN(ds.file_, MapPath(path, bytes));
   ds.base_ = ds.file_->data() + offset;

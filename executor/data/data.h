@@ -46,9 +46,9 @@ struct TokenBatch {
 
 // How `run` reads --data. Every field is a CLI flag of `run`.
 struct DataSpec {
-  std::string path;         // --data
-  std::string token_dtype;  // --token-dtype: "" (text, or an llm.c header), "uint16" or "uint32"
-  std::string tokenizer;    // --tokenizer: SentencePiece .model; "" = bytes
+  std::string path;              // --data
+  std::string token_dtype;       // --token-dtype: "" (text, or an llm.c header), "uint16" or "uint32"
+  std::string tokenizer;         // --tokenizer: SentencePiece .model; "" = bytes
   std::string order = "random";  // --data-order: "random" or "sequential"
 };
 
@@ -106,9 +106,9 @@ class TextDataset {
   int64_t WindowOfSample(int64_t sample) const;
 
  private:
-  std::shared_ptr<const MappedFile> file_;   // the mapping, or the in-memory bytes (tests)
-  const unsigned char* base_ = nullptr;      // first token
-  int width_ = 1;                            // bytes per token: 1, 2 or 4
+  std::shared_ptr<const MappedFile> file_;  // the mapping, or the in-memory bytes (tests)
+  const unsigned char* base_ = nullptr;     // first token
+  int width_ = 1;                           // bytes per token: 1, 2 or 4
   int64_t num_tokens_ = 0;
   int64_t num_bytes_ = 0;
   int seq_ = 0;

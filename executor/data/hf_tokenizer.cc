@@ -10,12 +10,11 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
 #include <tuple>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 namespace pw::exec {
 
@@ -79,8 +78,7 @@ uint32_t CodePoint(const std::string& s, size_t i, size_t len) {
 
 bool IsUnicodeSpace(uint32_t cp) {
   return cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
@@ -111,12 +109,12 @@ std::string ByteLevelChar(unsigned char b) { return Utf8(ByteToCodePoint()[b]); 
 struct HfTokenizer::Impl {
   std::string shown;  // --tokenizer as given
   // Model.
-  std::unordered_map<std::string, int> token_to_id;  // the model's vocabulary, as written in the file
-  std::vector<std::string> id_to_token;              // every id (model and added tokens); "" where unused
+  std::unordered_map<std::string, int> token_to_id;          // the model's vocabulary, as written in the file
+  std::vector<std::string> id_to_token;                      // every id (model and added tokens); "" where unused
   std::unordered_map<uint64_t, std::pair<int, int>> merges;  // (left id, right id) -> (rank, merged id)
-  bool byte_level = false;  // a ByteLevel pre-tokenizer: pieces are raw bytes, symbols start as bytes
-  std::array<int, 256> byte_id{};                          // byte-level: id of each byte's character, -1 if none
-  std::unordered_map<std::string, int> raw_word_to_id;      // byte-level: vocabulary keyed by raw bytes
+  bool byte_level = false;         // a ByteLevel pre-tokenizer: pieces are raw bytes, symbols start as bytes
+  std::array<int, 256> byte_id{};  // byte-level: id of each byte's character, -1 if none
+  std::unordered_map<std::string, int> raw_word_to_id;  // byte-level: vocabulary keyed by raw bytes
   bool byte_fallback = false, fuse_unk = false, ignore_merges = false;
   int unk_id = -1;
   std::array<int, 256> fallback_id{};  // <0xNN> ids, -1 if absent
@@ -126,9 +124,9 @@ struct HfTokenizer::Impl {
     int id;
     bool special;
   };
-  std::vector<Added> added;                           // sorted by length, longest first
-  std::array<std::vector<int>, 256> added_by_first;   // first byte -> indices into `added`
-  std::vector<bool> is_special;                       // by id
+  std::vector<Added> added;                          // sorted by length, longest first
+  std::array<std::vector<int>, 256> added_by_first;  // first byte -> indices into `added`
+  std::vector<bool> is_special;                      // by id
   // Normalizer: Prepend / Replace steps in order.
   struct Norm {
     bool prepend;
@@ -153,7 +151,7 @@ struct HfTokenizer::Impl {
     enum Kind { kByteLevel, kReplace, kByteFallback, kFuse, kStrip, kMetaspace } kind;
     std::string a, b;  // kReplace a -> b; kStrip/kMetaspace: a = the character
     int start = 0, stop = 0;
-    int prepend = 0;   // kMetaspace
+    int prepend = 0;  // kMetaspace
   };
   std::vector<Dec> decs;
   bool has_decoder = false;
@@ -205,8 +203,8 @@ StatusOr<std::shared_ptr<Regex>> HfTokenizer::Impl::Compile(const std::string& p
   PCRE2_SIZE off = 0;
   auto re = std::make_shared<Regex>();
   re->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                           PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : 0), &err,
-                           &off, nullptr);
+                           PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : 0), &err, &off,
+                           nullptr);
   if (re->code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
@@ -245,7 +243,8 @@ Status HfTokenizer::Impl::LoadModel(const json& m) {
   if (const json* u = Member(m, "unk_token")) {
     if (!u->is_string()) return Error("model.unk_token", "not a string");
     auto it = token_to_id.find(u->get<std::string>());
-    if (it == token_to_id.end()) return Error("model.unk_token", "'" + u->get<std::string>() + "' is not in model.vocab");
+    if (it == token_to_id.end())
+      return Error("model.unk_token", "'" + u->get<std::string>() + "' is not in model.vocab");
     unk_id = it->second;
   }
   for (int b = 0; b < 256; ++b) {
@@ -342,8 +341,9 @@ Status HfTokenizer::Impl::LoadNormalizer(const json& n, const std::string& field
     norms.push_back({false, s->get<std::string>(), c->get<std::string>()});
     return Status::Ok();
   }
-  return Error(field + ".type", "'" + type + "' is not supported (supported: Prepend, Replace with a String "
-                                "pattern, a Sequence of these; no Unicode normalization such as NFC)");
+  return Error(field + ".type", "'" + type +
+                                    "' is not supported (supported: Prepend, Replace with a String "
+                                    "pattern, a Sequence of these; no Unicode normalization such as NFC)");
 }
 
 Status HfTokenizer::Impl::LoadPre(const json& p, const std::string& field) {
@@ -365,8 +365,8 @@ Status HfTokenizer::Impl::LoadPre(const json& p, const std::string& field) {
     const json* str = pat ? Member(*pat, "String") : nullptr;
     if (!(re && re->is_string()) && !(str && str->is_string()))
       return Error(field + ".pattern", "missing, or neither {\"Regex\": ...} nor {\"String\": ...}");
-    PW_ASSIGN_OR_RETURN(pre.regex, Compile(re ? re->get<std::string>() : str->get<std::string>(), re == nullptr,
-                                           field + ".pattern"));
+    PW_ASSIGN_OR_RETURN(
+        pre.regex, Compile(re ? re->get<std::string>() : str->get<std::string>(), re == nullptr, field + ".pattern"));
     const json* beh = Member(p, "behavior");
     const std::string b = beh && beh->is_string() ? beh->get<std::string>() : "";
     if (b != "Isolated" && b != "Removed")
@@ -380,9 +380,9 @@ Status HfTokenizer::Impl::LoadPre(const json& p, const std::string& field) {
       return Error(field + ".add_prefix_space", "true is not supported");
     const json* ur = Member(p, "use_regex");
     if (!ur || (ur->is_boolean() && ur->get<bool>())) {  // GPT-2's pattern (OpenAI's encoder.py; HF's default)
-      PW_ASSIGN_OR_RETURN(pre.regex,
-                          Compile(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
-                                  false, field));
+      PW_ASSIGN_OR_RETURN(
+          pre.regex,
+          Compile(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)", false, field));
     }
     for (const Pre& q : pres)
       if (q.kind == Pre::kMetaspace) return Error(field, "ByteLevel after Metaspace is not supported");
@@ -395,17 +395,22 @@ Status HfTokenizer::Impl::LoadPre(const json& p, const std::string& field) {
     pre.prepend = 2;
     if (const json* s = Member(p, "prepend_scheme")) {
       const std::string v = s->is_string() ? s->get<std::string>() : "";
-      if (v == "always") pre.prepend = 2;
-      else if (v == "first") pre.prepend = 1;
-      else if (v == "never") pre.prepend = 0;
-      else return Error(field + ".prepend_scheme", "'" + v + "' is not always, first or never");
+      if (v == "always")
+        pre.prepend = 2;
+      else if (v == "first")
+        pre.prepend = 1;
+      else if (v == "never")
+        pre.prepend = 0;
+      else
+        return Error(field + ".prepend_scheme", "'" + v + "' is not always, first or never");
     } else if (const json* a = Member(p, "add_prefix_space"); a && a->is_boolean()) {
       pre.prepend = a->get<bool>() ? 2 : 0;
     }
     if (const json* s = Member(p, "split"); s && s->is_boolean()) pre.split = s->get<bool>();
   } else {
-    return Error(field + ".type", "'" + type + "' is not supported (supported: Split, ByteLevel, Metaspace, "
-                                  "a Sequence of these)");
+    return Error(field + ".type", "'" + type +
+                                      "' is not supported (supported: Split, ByteLevel, Metaspace, "
+                                      "a Sequence of these)");
   }
   pres.push_back(std::move(pre));
   return Status::Ok();
@@ -422,8 +427,9 @@ Status HfTokenizer::Impl::LoadPost(const json& p, const std::string& field) {
     return Status::Ok();
   }
   if (type != "TemplateProcessing")
-    return Error(field + ".type", "'" + type + "' is not supported (supported: ByteLevel, TemplateProcessing, "
-                                  "a Sequence of these)");
+    return Error(field + ".type", "'" + type +
+                                      "' is not supported (supported: ByteLevel, TemplateProcessing, "
+                                      "a Sequence of these)");
   if (!prefix_ids.empty() || !suffix_ids.empty()) return Error(field, "a second TemplateProcessing is not supported");
   const json* single = Member(p, "single");
   const json* specials = Member(p, "special_tokens");
@@ -434,18 +440,21 @@ Status HfTokenizer::Impl::LoadPost(const json& p, const std::string& field) {
     const std::string f = field + ".single[" + std::to_string(i) + "]";
     if (const json* seq = Member(item, "Sequence")) {
       const json* id = Member(*seq, "id");
-      if (!id || !id->is_string() || id->get<std::string>() != "A") return Error(f, "only the sequence $A is supported");
+      if (!id || !id->is_string() || id->get<std::string>() != "A")
+        return Error(f, "only the sequence $A is supported");
       ++sequences;
     } else if (const json* st = Member(item, "SpecialToken")) {
       const json* name = Member(*st, "id");
       if (!name || !name->is_string()) return Error(f + ".SpecialToken.id", "missing or not a string");
       const json* entry = specials ? Member(*specials, name->get<std::string>().c_str()) : nullptr;
       const json* ids = entry ? Member(*entry, "ids") : nullptr;
-      if (!ids || !ids->is_array()) return Error(field + ".special_tokens['" + name->get<std::string>() + "'].ids",
-                                                 "missing or not an array");
+      if (!ids || !ids->is_array())
+        return Error(field + ".special_tokens['" + name->get<std::string>() + "'].ids", "missing or not an array");
       for (const json& v : *ids) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= static_cast<int64_t>(id_to_token.size()))
-          return Error(field + ".special_tokens['" + name->get<std::string>() + "'].ids", "an id out of the vocabulary");
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+            v.get<int64_t>() >= static_cast<int64_t>(id_to_token.size()))
+          return Error(field + ".special_tokens['" + name->get<std::string>() + "'].ids",
+                       "an id out of the vocabulary");
         (sequences == 0 ? prefix_ids : suffix_ids).push_back(v.get<int>());
       }
     } else {
@@ -496,11 +505,13 @@ Status HfTokenizer::Impl::LoadDecoder(const json& d, const std::string& field) {
     dec.prepend = 2;
     if (const json* s = Member(d, "prepend_scheme"); s && s->is_string() && s->get<std::string>() == "never")
       dec.prepend = 0;
-    if (const json* a = Member(d, "add_prefix_space"); a && a->is_boolean() && !a->get<bool>() && !Member(d, "prepend_scheme"))
+    if (const json* a = Member(d, "add_prefix_space");
+        a && a->is_boolean() && !a->get<bool>() && !Member(d, "prepend_scheme"))
       dec.prepend = 0;
   } else {
-    return Error(field + ".type", "'" + type + "' is not supported (supported: ByteLevel, Metaspace, Replace, "
-                                  "ByteFallback, Fuse, Strip, a Sequence of these)");
+    return Error(field + ".type", "'" + type +
+                                      "' is not supported (supported: ByteLevel, Metaspace, Replace, "
+                                      "ByteFallback, Fuse, Strip, a Sequence of these)");
   }
   decs.push_back(dec);
   return Status::Ok();
@@ -512,8 +523,7 @@ void HfTokenizer::Impl::SplitRegex(const Regex& re, const std::string& s, bool r
                                    std::vector<std::string>& out) const {
   size_t pos = 0, gap = 0;
   while (pos <= s.size()) {
-    const int rc = pcre2_match(re.code, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), pos, 0, match_data,
-                               nullptr);
+    const int rc = pcre2_match(re.code, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), pos, 0, match_data, nullptr);
     if (rc < 0) break;
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match_data);
     const size_t b = ov[0], e = ov[1];
@@ -690,7 +700,8 @@ StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Load(const std::string& json
   ss << in.rdbuf();
   json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
-    return Status::InvalidArgument("--tokenizer " + shown + ": " + json_path + " is not a JSON object (tokenizer.json)");
+    return Status::InvalidArgument("--tokenizer " + shown + ": " + json_path +
+                                   " is not a JSON object (tokenizer.json)");
   std::unique_ptr<HfTokenizer> t(new HfTokenizer());
   t->path_ = shown;
   Impl& m = *t->impl_;
@@ -698,8 +709,10 @@ StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Load(const std::string& json
   // "truncation" and "padding" (options of HF's batch API) are not applied.
   const json* model = Member(j, "model");
   PW_RETURN_IF_ERROR(m.LoadModel(model ? *model : json()));
-  if (const json* a = Member(j, "added_tokens")) PW_RETURN_IF_ERROR(m.LoadAdded(*a));
-  else m.is_special.assign(m.id_to_token.size(), false);
+  if (const json* a = Member(j, "added_tokens"))
+    PW_RETURN_IF_ERROR(m.LoadAdded(*a));
+  else
+    m.is_special.assign(m.id_to_token.size(), false);
   if (const json* n = Member(j, "normalizer")) PW_RETURN_IF_ERROR(m.LoadNormalizer(*n, "normalizer"));
   if (const json* p = Member(j, "pre_tokenizer")) PW_RETURN_IF_ERROR(m.LoadPre(*p, "pre_tokenizer"));
   if (const json* p = Member(j, "post_processor")) PW_RETURN_IF_ERROR(m.LoadPost(*p, "post_processor"));
@@ -723,8 +736,10 @@ StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Load(const std::string& json
       for (size_t i = 0; ok && i < tok.size();) {
         const size_t n = CharLen(tok, i);
         auto it = byte_of.find(CodePoint(tok, i, n));
-        if (it == byte_of.end()) ok = false;
-        else raw.push_back(static_cast<char>(it->second));
+        if (it == byte_of.end())
+          ok = false;
+        else
+          raw.push_back(static_cast<char>(it->second));
         i += n;
       }
       if (ok) m.raw_word_to_id.emplace(std::move(raw), id);
@@ -785,7 +800,8 @@ size_t HfTokenizer::SafeCut(const std::string& text) const {
     for (const Impl::Added& a : impl_->added) {
       const size_t len = a.content.size();
       const size_t from = p >= len ? p - len + 1 : 0;
-      for (size_t q = text.find(a.content, from); !inside && q != std::string::npos && q < p; q = text.find(a.content, q + 1))
+      for (size_t q = text.find(a.content, from); !inside && q != std::string::npos && q < p;
+           q = text.find(a.content, q + 1))
         inside = q + len > p;
       if (inside) break;
     }
@@ -825,8 +841,10 @@ std::string HfTokenizer::Decode(const std::vector<int>& ids) const {
           for (size_t i = 0; ok && i < t.size();) {
             const size_t n = CharLen(t, i);
             auto it = byte_of.find(CodePoint(t, i, n));
-            if (it == byte_of.end()) ok = false;
-            else raw.push_back(static_cast<char>(it->second));
+            if (it == byte_of.end())
+              ok = false;
+            else
+              raw.push_back(static_cast<char>(it->second));
             i += n;
           }
           all += ok ? raw : t;
@@ -850,14 +868,17 @@ std::string HfTokenizer::Decode(const std::vector<int>& ids) const {
             valid = !(n == 1 && static_cast<unsigned char>(bytes[i]) >= 0x80);
             i += n;
           }
-          if (valid) next.push_back(bytes);
-          else for (size_t i = 0; i < bytes.size(); ++i) next.push_back("\xEF\xBF\xBD");
+          if (valid)
+            next.push_back(bytes);
+          else
+            for (size_t i = 0; i < bytes.size(); ++i) next.push_back("\xEF\xBF\xBD");
           bytes.clear();
         };
         for (const std::string& t : toks) {
           unsigned v = 0;
-          if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
-              std::isxdigit(static_cast<unsigned char>(t[4])) && std::sscanf(t.c_str() + 3, "%2x", &v) == 1) {
+          if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+              std::isxdigit(static_cast<unsigned char>(t[3])) && std::isxdigit(static_cast<unsigned char>(t[4])) &&
+              std::sscanf(t.c_str() + 3, "%2x", &v) == 1) {
             bytes.push_back(static_cast<char>(v));
           } else {
             flush();
@@ -876,7 +897,8 @@ std::string HfTokenizer::Decode(const std::vector<int>& ids) const {
       case Impl::Dec::kStrip:
         for (std::string t : toks) {
           for (int k = 0; k < d.start && t.compare(0, d.a.size(), d.a) == 0; ++k) t.erase(0, d.a.size());
-          for (int k = 0; k < d.stop && t.size() >= d.a.size() && t.compare(t.size() - d.a.size(), d.a.size(), d.a) == 0; ++k)
+          for (int k = 0;
+               k < d.stop && t.size() >= d.a.size() && t.compare(t.size() - d.a.size(), d.a.size(), d.a) == 0; ++k)
             t.erase(t.size() - d.a.size());
           next.push_back(std::move(t));
         }

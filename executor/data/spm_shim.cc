@@ -9,12 +9,12 @@
 // google::protobuf::internal::ReflectionOps::FindInitializationErrors).
 // tokenizer.cc opens this module RTLD_LOCAL, and RTLD_DEEPBIND when a
 // libprotobuf is already in the process, so each keeps its own protobuf.
+#include <sentencepiece_processor.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <sentencepiece_processor.h>
 
 namespace {
 
@@ -70,7 +70,9 @@ __attribute__((visibility("default"))) int pw_spm_encode(void* model, const char
 __attribute__((visibility("default"))) int pw_spm_decode(void* model, const int* ids, size_t count, char** text,
                                                          size_t* len) {
   std::string out;
-  if (!static_cast<sentencepiece::SentencePieceProcessor*>(model)->Decode(std::vector<int>(ids, ids + count), &out).ok())
+  if (!static_cast<sentencepiece::SentencePieceProcessor*>(model)
+           ->Decode(std::vector<int>(ids, ids + count), &out)
+           .ok())
     return 1;
   *len = out.size();
   *text = static_cast<char*>(std::malloc(out.size() + 1));

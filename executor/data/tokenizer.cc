@@ -6,11 +6,9 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-
-
 #include <nlohmann/json.hpp>
 
 #include "executor/data/hf_tokenizer.h"
@@ -66,8 +64,8 @@ StatusOr<const SpmModule*> Module() {
         continue;
       }
       void* h = ::dlopen(path.c_str(), flags);
-      if (h == nullptr) return Status::Internal(std::string("cannot load the SentencePiece module ") + path + ": " +
-                                                ::dlerror());
+      if (h == nullptr)
+        return Status::Internal(std::string("cannot load the SentencePiece module ") + path + ": " + ::dlerror());
       auto* m = new SpmModule();
       m->load = reinterpret_cast<decltype(m->load)>(::dlsym(h, "pw_spm_load"));
       m->free_model = reinterpret_cast<decltype(m->free_model)>(::dlsym(h, "pw_spm_free"));
@@ -161,24 +159,28 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
   };
   static const Kind kKinds[] = {
       // A directory holding tokenizer.json (a Hugging Face model directory).
-      {[](const std::string& p) { std::error_code e; return fs::is_directory(p, e); },
+      {[](const std::string& p) {
+         std::error_code e;
+         return fs::is_directory(p, e);
+       },
        [](const std::string& p) -> StatusOr<std::unique_ptr<Tokenizer>> {
          const std::string file = (fs::path(p) / "tokenizer.json").string();
          std::error_code e;
          if (!fs::is_regular_file(file, e))
-           return Status::NotFound("--tokenizer " + p + ": a directory without tokenizer.json (a Hugging Face "
+           return Status::NotFound("--tokenizer " + p +
+                                   ": a directory without tokenizer.json (a Hugging Face "
                                    "tokenizer directory holds one)");
          return LoadHf(file, p);
        }},
       // tokenizer.json, or any *.json: Hugging Face tokenizers' file.
-      {[](const std::string& p) { return EndsWith(p, ".json"); },
-       [](const std::string& p) { return LoadHf(p, p); }},
+      {[](const std::string& p) { return EndsWith(p, ".json"); }, [](const std::string& p) { return LoadHf(p, p); }},
       // Anything else: a SentencePiece model (*.model by convention).
       {[](const std::string&) { return true; }, &SpmTokenizer::Load},
   };
   const bool exists = fs::exists(path, ec);
   if (!exists)
-    return Status::NotFound("--tokenizer " + path + ": no such file (a SentencePiece .model, e.g. from spm_train; a "
+    return Status::NotFound("--tokenizer " + path +
+                            ": no such file (a SentencePiece .model, e.g. from spm_train; a "
                             "Hugging Face tokenizer.json; or a directory holding tokenizer.json)");
   for (const Kind& k : kKinds)
     if (k.matches(path)) return k.load(path);
@@ -216,7 +218,11 @@ namespace {
 class TokenSink {
  public:
   TokenSink(const Tokenizer& t, int width, int fd, int64_t offset, std::string what)
-      : t_(t), width_(width), fd_(fd), offset_(offset), what_(std::move(what)),
+      : t_(t),
+        width_(width),
+        fd_(fd),
+        offset_(offset),
+        what_(std::move(what)),
         limit_(width == 2 ? 65536 : (int64_t{1} << 32)) {}
 
   Status Ids(const std::vector<int>& ids) {
@@ -257,7 +263,7 @@ class TokenSink {
       size_t cut = t_.SafeCut(pending_);
       if (cut == 0) {
         if (pending_.size() < 16 * kPiece) break;  // no word boundary yet: read on (up to 16 MiB)
-        cut = Utf8Cut(pending_, 16 * kPiece);  // then cut at a character boundary
+        cut = Utf8Cut(pending_, 16 * kPiece);      // then cut at a character boundary
       }
       PW_RETURN_IF_ERROR(EncodePart(pending_.substr(0, cut), false));
       pending_.erase(0, cut);
@@ -303,8 +309,10 @@ StatusOr<int64_t> TokenizeTextFile(const Tokenizer& tokenizer, const std::string
   const int eot = tokenizer.end_of_text_id();
   if (!text_field.empty() && eot < 0) {
     std::fclose(in);
-    return Status::InvalidArgument("--tokenizer " + tokenizer.path() + ": has no end-of-text token to separate the "
-                                   "documents of JSON Lines --data " + text_path +
+    return Status::InvalidArgument("--tokenizer " + tokenizer.path() +
+                                   ": has no end-of-text token to separate the "
+                                   "documents of JSON Lines --data " +
+                                   text_path +
                                    " (tokenizer.json: a special added token <|endoftext|>, <|end_of_text|>, </s>, "
                                    "<eos> or <|im_end|>; SentencePiece: an eos piece)");
   }
@@ -352,8 +360,8 @@ StatusOr<int64_t> TokenizeTextFile(const Tokenizer& tokenizer, const std::string
   return sink.count();
 }
 
-StatusOr<int64_t> WriteTokenFile(const Tokenizer& tokenizer, const std::string& text_path,
-                                 const std::string& out_path, const std::string& text_field) {
+StatusOr<int64_t> WriteTokenFile(const Tokenizer& tokenizer, const std::string& text_path, const std::string& out_path,
+                                 const std::string& text_field) {
   const std::string tmp = out_path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::InvalidArgument("-o " + out_path + ": cannot create " + tmp + ": " + std::strerror(errno));

@@ -102,7 +102,7 @@ StatusOr<int64_t> TokenizeTextFile(const Tokenizer& tokenizer, const std::string
 // failure). `text_field` as for TokenizeTextFile. Returns the token count.
 // Errors: the above, more than 2^31-1 tokens (the header's int32 count), an
 // unwritable output.
-StatusOr<int64_t> WriteTokenFile(const Tokenizer& tokenizer, const std::string& text_path,
-                                 const std::string& out_path, const std::string& text_field = "");
+StatusOr<int64_t> WriteTokenFile(const Tokenizer& tokenizer, const std::string& text_path, const std::string& out_path,
+                                 const std::string& text_field = "");
 
 }  // namespace pw::exec

@@ -2,7 +2,6 @@
 // / W / B timings and held bytes.
 // Dimension letters: b = rows of a microbatch, T = sequence length,
 // C = n_embd, V = vocab_size.
-#include "executor/comm/agree.h"
 #include "executor/profiling/profile.h"
 
 #include <torch/torch.h>
@@ -16,12 +15,13 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "executor/comm/agree.h"
 #include "executor/runtime/cpu_allocator.h"
 #include "executor/runtime/host_memory.h"
 #include "executor/runtime/torch_backend.h"
-#include "models/torch/gpt.h"
 #include "models/spec/model_config.h"
 #include "models/spec/model_family.h"
+#include "models/torch/gpt.h"
 
 namespace pw::exec {
 
@@ -198,15 +198,14 @@ int64_t MeasureStaticBytes(const ModelConfig& c, int layer, torch::Dtype dtype, 
 // With `comm`: every rank's status of the step just done, gathered; the
 // first failure (naming its rank) is returned on every rank, so no rank waits
 // for one that stopped. Without: `mine`.
-Status AgreeAcrossRanks(Communicator* comm, const Status& mine) {
-  return comm ? AgreeOnStatus(mine, *comm) : mine;
-}
+Status AgreeAcrossRanks(Communicator* comm, const Status& mine) { return comm ? AgreeOnStatus(mine, *comm) : mine; }
 
 // Replaces `acc` on every rank by all ranks' samples, concatenated in rank
 // order (the median is then taken over the pool).
 Status PoolAcrossRanks(Communicator& comm, ShapeSamples* acc) {
-  const nlohmann::json mine = {{"f", acc->f}, {"i", acc->i}, {"w", acc->w}, {"b", acc->b},
-                               {"activation", acc->activation}, {"wstash", acc->wstash}};
+  const nlohmann::json mine = {
+      {"f", acc->f},          {"i", acc->i}, {"w", acc->w}, {"b", acc->b}, {"activation", acc->activation},
+      {"wstash", acc->wstash}};
   PW_ASSIGN_OR_RETURN(std::vector<std::string> all, comm.AllGather(mine.dump()));
   ShapeSamples pooled;
   pooled.output_bytes = acc->output_bytes;
@@ -250,13 +249,12 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
     if (b < 1) return Status::InvalidArgument("--micro-batch-sizes: " + std::to_string(b) + " is not >= 1");
   for (int s : o.seq_lengths)
     if (s < 1 || s > config.max_positions)
-      return Status::InvalidArgument("--seq-lengths: " + std::to_string(s) + " is outside [1, n_positions=" +
-                                     std::to_string(config.max_positions) + "]");
+      return Status::InvalidArgument("--seq-lengths: " + std::to_string(s) +
+                                     " is outside [1, n_positions=" + std::to_string(config.max_positions) + "]");
   if (o.warmup < 0) return Status::InvalidArgument("--warmup must be >= 0, got " + std::to_string(o.warmup));
   if (o.repetitions < 1)
     return Status::InvalidArgument("--repetitions must be >= 1, got " + std::to_string(o.repetitions));
-  if (o.in_flight < 1)
-    return Status::InvalidArgument("--in-flight must be >= 1, got " + std::to_string(o.in_flight));
+  if (o.in_flight < 1) return Status::InvalidArgument("--in-flight must be >= 1, got " + std::to_string(o.in_flight));
   InstallTrackingCpuAllocator();
   KeepFreedHostMemory();  // the executor's host memory policy (host_memory.h)
   if (o.threads > 0) torch::set_num_threads(o.threads);

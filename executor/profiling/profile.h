@@ -14,26 +14,25 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "base/status.h"
 #include "executor/comm/communicator.h"
 #include "models/spec/profile_samples.h"
-#include "base/status.h"
 
 namespace pw::exec {
 
 struct LayerProfileOptions {
-  nlohmann::json model;                      // HF config object (models/spec/model_config.h ParseModelConfig)
+  nlohmann::json model;  // HF config object (models/spec/model_config.h ParseModelConfig)
   std::vector<int> micro_batch_sizes{1, 2, 4};
-  std::vector<int> seq_lengths{32, 64};      // each <= n_positions
-  int warmup = 2;                            // untimed rounds per shape
-  int repetitions = 7;                       // timed rounds; the median over all their microbatches is kept
-  int in_flight = 4;                         // microbatches per round, alive at once (as in a pipeline step)
-  int threads = 1;                           // LibTorch intra-op threads (the executor uses 1 per rank)
-  bool double_precision = false;             // float64 instead of float32
+  std::vector<int> seq_lengths{32, 64};  // each <= n_positions
+  int warmup = 2;                        // untimed rounds per shape
+  int repetitions = 7;                   // timed rounds; the median over all their microbatches is kept
+  int in_flight = 4;                     // microbatches per round, alive at once (as in a pipeline step)
+  int threads = 1;                       // LibTorch intra-op threads (the executor uses 1 per rank)
+  bool double_precision = false;         // float64 instead of float32
   uint64_t seed = 1234;
   // Ranks measuring at once: null = this process alone. Otherwise every rank
   // of `comm` calls MeasureLayers with the same options; the ranks run each
@@ -48,8 +47,8 @@ struct LayerProfileOptions {
 };
 
 struct LayerMeasurements {
-  std::vector<ProfileSample> samples;          // one per (kind, b, s)
-  std::map<std::string, int64_t> static_bytes; // per kind: params + grads + AdamW state, measured
+  std::vector<ProfileSample> samples;           // one per (kind, b, s)
+  std::map<std::string, int64_t> static_bytes;  // per kind: params + grads + AdamW state, measured
   int64_t element_bytes = 4;
 };
 
@@ -77,6 +76,6 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& options, st
 // barriers. Returns the samples on every rank (rank 0's timings).
 // Errors: InvalidArgument if comm.size() < 2; comm errors naming the rank.
 StatusOr<std::vector<CommSample>> MeasureP2P(Communicator& comm, const std::vector<int64_t>& bytes, int warmup,
-                                            int repetitions);
+                                             int repetitions);
 
 }  // namespace pw::exec

@@ -8,7 +8,7 @@
 namespace pw::exec {
 
 StatusOr<std::vector<CommSample>> MeasureP2P(Communicator& comm, const std::vector<int64_t>& sizes, int warmup,
-                                            int repetitions) {
+                                             int repetitions) {
   if (comm.size() < 2)
     return Status::InvalidArgument("P2P measurement needs 2 ranks (run under mpirun -np 2), got " +
                                    std::to_string(comm.size()));

@@ -12,11 +12,7 @@ namespace pw::exec {
 DataParallelSync::DataParallelSync(Communicator& dp, std::map<int, std::vector<torch::Tensor>> params_by_stage,
                                    const EngineOptions& options, bool zero1, torch::Device buffer_device,
                                    int64_t bucket_bytes)
-    : dp_(dp),
-      zero1_(zero1),
-      buffer_device_(buffer_device),
-      param_device_(torch::kCPU),
-      dtype_(DtypeOf(options)) {
+    : dp_(dp), zero1_(zero1), buffer_device_(buffer_device), param_device_(torch::kCPU), dtype_(DtypeOf(options)) {
   bucket_elems_ = std::max<int64_t>(1, bucket_bytes / ElementBytes(Type()));
   const int64_t D = dp_.size();
   std::vector<torch::Tensor> shards;
@@ -51,8 +47,7 @@ Status DataParallelSync::Start(int stage) {
   if (it == stages_.end())
     return Status::Internal("REDUCE_GRAD of stage " + std::to_string(stage) + ", which this rank does not hold");
   StageBuffers& b = it->second;
-  if (b.started)
-    return Status::Internal("REDUCE_GRAD of stage " + std::to_string(stage) + " twice in one step");
+  if (b.started) return Status::Internal("REDUCE_GRAD of stage " + std::to_string(stage) + " twice in one step");
   try {
     torch::NoGradGuard no_grad;
     int64_t offset = 0;
@@ -65,15 +60,15 @@ Status DataParallelSync::Start(int stage) {
       offset += p.numel();
     }
   } catch (const c10::Error& e) {
-    return Status::ComputeError("REDUCE_GRAD of stage " + std::to_string(stage) + ": flattening gradients: " +
-                                e.what_without_backtrace());
+    return Status::ComputeError("REDUCE_GRAD of stage " + std::to_string(stage) +
+                                ": flattening gradients: " + e.what_without_backtrace());
   }
   b.started = true;
   b.posted = std::chrono::steady_clock::now();
   start_order_.push_back(stage);
   if (zero1_) {
-    PW_ASSIGN_OR_RETURN(RequestId id, dp_.IreduceScatterSum(b.flat.data_ptr(), b.shard.data_ptr(),
-                                                            b.padded / dp_.size(), Type()));
+    PW_ASSIGN_OR_RETURN(RequestId id,
+                        dp_.IreduceScatterSum(b.flat.data_ptr(), b.shard.data_ptr(), b.padded / dp_.size(), Type()));
     b.pending.push_back(id);
     return Status::Ok();
   }
@@ -327,8 +322,8 @@ Status DataParallelSync::Zero1Step() {
   for (auto& [stage, b] : stages_) {
     torch::Tensor send = b.shard_param.detach().to(buffer_device_).contiguous();
     keep.push_back(send);
-    PW_ASSIGN_OR_RETURN(RequestId id, dp_.IallGatherBlocks(send.data_ptr(), b.gathered.data_ptr(),
-                                                           b.padded / dp_.size(), Type()));
+    PW_ASSIGN_OR_RETURN(RequestId id,
+                        dp_.IallGatherBlocks(send.data_ptr(), b.gathered.data_ptr(), b.padded / dp_.size(), Type()));
     gathers.emplace_back(&b, id);
   }
   for (auto& [b, id] : gathers) PW_RETURN_IF_ERROR(dp_.Wait(id));
@@ -342,16 +337,14 @@ Status DataParallelSync::Zero1Step() {
       }
     }
   } catch (const c10::Error& e) {
-    return Status::ComputeError(std::string("ZeRO-1: copying the gathered parameters: ") +
-                                e.what_without_backtrace());
+    return Status::ComputeError(std::string("ZeRO-1: copying the gathered parameters: ") + e.what_without_backtrace());
   }
   return Status::Ok();
 }
 
 void DataParallelSync::SetLearningRate(double lr) {
   if (!shard_optimizer_) return;
-  for (auto& group : shard_optimizer_->param_groups())
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  for (auto& group : shard_optimizer_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
 int64_t DataParallelSync::ShardNumel() const {

@@ -107,12 +107,12 @@ class DataParallelSync {
  private:
   struct StageBuffers {
     std::vector<torch::Tensor> params;
-    int64_t numel = 0;        // sum of the parameters' elements
-    int64_t padded = 0;       // ZeRO-1: numel rounded up to a multiple of D
-    torch::Tensor flat;       // (numel or padded) gradients on buffer_device
-    torch::Tensor shard;      // ZeRO-1: (padded / D) reduced gradient shard
-    torch::Tensor shard_param;  // ZeRO-1: (padded / D) leaf parameter shard, on the parameters' device
-    torch::Tensor gathered;   // ZeRO-1: (padded) all-gathered parameters
+    int64_t numel = 0;               // sum of the parameters' elements
+    int64_t padded = 0;              // ZeRO-1: numel rounded up to a multiple of D
+    torch::Tensor flat;              // (numel or padded) gradients on buffer_device
+    torch::Tensor shard;             // ZeRO-1: (padded / D) reduced gradient shard
+    torch::Tensor shard_param;       // ZeRO-1: (padded / D) leaf parameter shard, on the parameters' device
+    torch::Tensor gathered;          // ZeRO-1: (padded) all-gathered parameters
     std::vector<RequestId> pending;  // not yet seen complete
     bool started = false;
     std::chrono::steady_clock::time_point posted, done;  // this step's reduction

@@ -1,28 +1,28 @@
 #include "executor/runtime/engine.h"
-#include "base/hash.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <random>
 
+#include "base/hash.h"
 #include "executor/checkpoint/checkpoint_io.h"
-#include "executor/runtime/data_parallel.h"
 #include "executor/checkpoint/hf_load.h"
-#include "executor/runtime/host_memory.h"
-#include "models/spec/hf_weights.h"
 #include "executor/comm/agree.h"
-#include "schedules/simulate.h"
-#include "executor/runtime/interpreter.h"
 #include "executor/comm/launch_env.h"
+#include "executor/runtime/data_parallel.h"
+#include "executor/runtime/host_memory.h"
+#include "executor/runtime/interpreter.h"
 #include "executor/runtime/preflight.h"
 #include "executor/runtime/torch_backend.h"
 #include "executor/runtime/torch_util.h"
 #include "executor/runtime/watchdog.h"
+#include "models/spec/hf_weights.h"
+#include "schedules/simulate.h"
 
 namespace pw::exec {
 
@@ -98,8 +98,10 @@ Status Engine::Impl::SumTiedGradients() {
   // First -> last travels on the forward channel, last -> first on the
   // backward one: after the step's own messages on each (all completed).
   PW_RETURN_IF_ERROR(m.comm->BeginBatch());
-  StatusOr<RequestId> s = m.comm->Isend(peer, is_first ? Channel::kForward : Channel::kBackward, send.data_ptr(), bytes);
-  StatusOr<RequestId> r = m.comm->Irecv(peer, is_first ? Channel::kBackward : Channel::kForward, recv.data_ptr(), bytes);
+  StatusOr<RequestId> s =
+      m.comm->Isend(peer, is_first ? Channel::kForward : Channel::kBackward, send.data_ptr(), bytes);
+  StatusOr<RequestId> r =
+      m.comm->Irecv(peer, is_first ? Channel::kBackward : Channel::kForward, recv.data_ptr(), bytes);
   PW_RETURN_IF_ERROR(m.comm->EndBatch());
   if (!s.ok()) return s.status();
   if (!r.ok()) return r.status();
@@ -109,8 +111,8 @@ Status Engine::Impl::SumTiedGradients() {
   try {
     mine.copy_(is_first ? mine + theirs : theirs + mine);
   } catch (const c10::Error& e) {
-    return Status::ComputeError("rank " + std::to_string(me) + ": summing the tied embedding gradients: " +
-                                e.what_without_backtrace());
+    return Status::ComputeError("rank " + std::to_string(me) +
+                                ": summing the tied embedding gradients: " + e.what_without_backtrace());
   }
   return Status::Ok();
 }
@@ -132,11 +134,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   // Message sizes, stashes and the memory prediction follow the plan's dtype.
   const bool fp64_plan = plan.training->precision == Precision::kFp64;
   if (fp64_plan != options.double_precision)
-    return Status::InvalidArgument(std::string("the engine runs ") + (options.double_precision ? "fp64" : "fp32") +
-                                   " but the plan was made for training.dtype " +
-                                   PrecisionName(plan.training->precision) +
-                                   " (its message and memory sizes follow it); plan with --dtype " +
-                                   (options.double_precision ? "fp64" : "fp32"));
+    return Status::InvalidArgument(
+        std::string("the engine runs ") + (options.double_precision ? "fp64" : "fp32") +
+        " but the plan was made for training.dtype " + PrecisionName(plan.training->precision) +
+        " (its message and memory sizes follow it); plan with --dtype " + (options.double_precision ? "fp64" : "fp32"));
   auto impl = std::make_unique<Impl>();
   impl->plan = plan;
   impl->program = PlanProgram(plan);
@@ -164,12 +165,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     const bool usable = options.device == "cuda" && torch::cuda::is_available();
     PW_RETURN_IF_ERROR(AgreeOnStatus(
         usable ? Status::Ok()
-               : Status::InvalidArgument(
-                     "rank " + std::to_string(comm.rank()) + ": --device " + options.device +
-                     (options.device == "cuda" ? ": this LibTorch reports no usable CUDA device (a CPU-only build "
-                                                 "such as Debian's 1.13, or no GPU visible)"
-                                               : ": unknown device (cpu or cuda)") +
-                     "; the CUDA stage path runs on GPU machines through launch/device-check.sh"),
+               : Status::InvalidArgument("rank " + std::to_string(comm.rank()) + ": --device " + options.device +
+                                         (options.device == "cuda"
+                                              ? ": this LibTorch reports no usable CUDA device (a CPU-only build "
+                                                "such as Debian's 1.13, or no GPU visible)"
+                                              : ": unknown device (cpu or cuda)") +
+                                         "; the CUDA stage path runs on GPU machines through launch/device-check.sh"),
         comm));
   }
   // CUDA: the same device as the NCCL communicator's (DeviceForRank; NCCL
@@ -188,8 +189,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
       stages.emplace(s.index, std::move(stage));
     }
   } catch (const c10::Error& e) {
-    return Status::ComputeError("rank " + std::to_string(comm.rank()) + ": building stages: " +
-                                e.what_without_backtrace());
+    return Status::ComputeError("rank " + std::to_string(comm.rank()) +
+                                ": building stages: " + e.what_without_backtrace());
   }
   std::vector<torch::Tensor> params;
   std::map<int, std::vector<torch::Tensor>> params_by_stage;
@@ -197,7 +198,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     for (LayerTensors& lt : GroupByLayer(module->layer_names(), module->NamedParameters())) {
       for (const auto& [name, p] : lt.params) {
         if (!checked.model.tied) break;
-        if (lt.layer == "embedding" && (name == "embedding.wte" || name == "embedding.embed_tokens")) impl->tied_table = p;
+        if (lt.layer == "embedding" && (name == "embedding.wte" || name == "embedding.embed_tokens"))
+          impl->tied_table = p;
         if (name == "head.lm_head.weight") impl->tied_head = p;
       }
       impl->layers.push_back(std::move(lt));
@@ -216,9 +218,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   // ZeRO-1 keeps AdamW state for its shards only (DataParallelSync).
   impl->optimizer = std::make_unique<torch::optim::AdamW>(
       MakeOptimizer(params, options));  // never stepped with ZeRO-1 (its state is created lazily)
-  impl->backend = std::make_unique<TorchStageBackend>(impl->program, pc.rank(), checked.model, checked.training,
-                                                      DtypeOf(options), std::move(stages), device,
-                                                      options.device_messages && device.is_cuda());
+  impl->backend =
+      std::make_unique<TorchStageBackend>(impl->program, pc.rank(), checked.model, checked.training, DtypeOf(options),
+                                          std::move(stages), device, options.device_messages && device.is_cuda());
   if (impl->dp_size > 1) {
     // Collective buffers: on the compute device when the communicator moves
     // device memory (NCCL), else host memory (MPI).
@@ -332,8 +334,7 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   }
   if (apply_optimizer && zero1) {
     Status st = m.sync->Zero1Step();
-    if (!st.ok())
-      return st.WithContext("rank " + std::to_string(m.world->rank()) + ", step " + std::to_string(m.step));
+    if (!st.ok()) return st.WithContext("rank " + std::to_string(m.world->rank()) + ", step " + std::to_string(m.step));
   } else if (apply_optimizer) {
     try {
       m.optimizer->step();
@@ -346,8 +347,8 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   // Over the whole world: each replica's last stage contributes its mean
   // loss over its rows, so the global batch's mean is the sum / D (equal
   // rows per replica); busy seconds are averaged over the replicas.
-  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.world, {m.backend->StepLoss(), timing.busy_s, timing.end_s,
-                                                            step_s, reduce_wait_s}));
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.world, {m.backend->StepLoss(), timing.busy_s, timing.end_s, step_s,
+                                                            reduce_wait_s}));
   StepReport r;
   for (const auto& v : all) {
     r.loss += v[0];
@@ -399,8 +400,7 @@ std::vector<StashReport> Engine::Stash() const {
 }
 
 void Engine::SetLearningRate(double lr) {
-  for (auto& group : impl_->optimizer->param_groups())
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  for (auto& group : impl_->optimizer->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   if (impl_->sync) impl_->sync->SetLearningRate(lr);
 }
 
@@ -452,9 +452,8 @@ StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& 
   if (zero1) {
     // ZeRO-1: every data-parallel rank writes its shard of the AdamW state.
     const DataParallelSync* sync = m.sync.get();
-    StatusOr<std::vector<CheckpointFile>> shard_files =
-        SaveShardFiles(step_dir, m.layers, m.dp_rank, m.dp_size,
-                       [sync](const torch::Tensor& p) { return sync->ShardMoments(p); });
+    StatusOr<std::vector<CheckpointFile>> shard_files = SaveShardFiles(
+        step_dir, m.layers, m.dp_rank, m.dp_size, [sync](const torch::Tensor& p) { return sync->ShardMoments(p); });
     if (!shard_files.ok()) return shard_files.status().WithContext("rank " + std::to_string(m.world->rank()));
     files.insert(files.end(), shard_files->begin(), shard_files->end());
   }
@@ -483,8 +482,8 @@ StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps
   PW_RETURN_IF_ERROR(AgreeOnStatus(mine.status(), world));
   nlohmann::json entries = nlohmann::json::array();
   for (const CheckpointFile& f : *mine)
-    entries.push_back({{"name", f.name}, {"layer", f.layer}, {"bytes", f.bytes}, {"digest", f.digest},
-                       {"shard", f.shard}});
+    entries.push_back(
+        {{"name", f.name}, {"layer", f.layer}, {"bytes", f.bytes}, {"digest", f.digest}, {"shard", f.shard}});
   PW_ASSIGN_OR_RETURN(std::vector<std::string> all, world.AllGather(entries.dump()));
   std::map<std::pair<std::string, int>, CheckpointFile> by_layer;  // (layer, shard)
   int64_t bytes = 0;
@@ -555,8 +554,7 @@ Status Engine::InitFromHf(const std::string& dir) {
   Status mine = [&]() -> Status {
     if (!m.plan.model) return Status::InvalidArgument("the plan has no model section");
     const std::string config_path = dir + "/config.json";
-    if (!std::filesystem::exists(config_path))
-      return Status::NotFound("--init-from " + dir + ": no config.json in it");
+    if (!std::filesystem::exists(config_path)) return Status::NotFound("--init-from " + dir + ": no config.json in it");
     PW_ASSIGN_OR_RETURN(nlohmann::json config, ReadJsonFile(config_path));
     PW_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(config, config_path));
     PW_RETURN_IF_ERROR(CheckSameModel(*m.plan.model, model, config_path));

@@ -10,18 +10,17 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "base/status.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/comm/communicator.h"
 #include "executor/data/data.h"
 #include "executor/runtime/interpreter.h"
 #include "executor/runtime/types.h"
 #include "plan/plan.h"
-#include "base/status.h"
 
 namespace pw::exec {
 

@@ -28,8 +28,8 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
   WaitBoard* board = hooks != nullptr ? hooks->board : nullptr;
   const int rank = comm.rank();
   if (rank < 0 || rank >= static_cast<int>(program.ranks.size()))
-    return Status::InvalidArgument("rank " + std::to_string(rank) + " has no action list (plan pp_size=" +
-                                   std::to_string(program.pp_size) + ")");
+    return Status::InvalidArgument("rank " + std::to_string(rank) +
+                                   " has no action list (plan pp_size=" + std::to_string(program.pp_size) + ")");
   const std::vector<Action>& actions = program.ranks[rank];
   const auto& s2r = program.stage_to_rank;
   const int last_stage = program.num_stages - 1;
@@ -90,8 +90,8 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
     const Clock::time_point w0 = Clock::now();
     Status st = comm.Wait(it->second.id);
     const Clock::time_point w1 = Clock::now();
-    if (board) board->Set("rank " + std::to_string(rank) + ", step " + std::to_string(step) + " computing " +
-                          a.ToString());
+    if (board)
+      board->Set("rank " + std::to_string(rank) + ", step " + std::to_string(step) + " computing " + a.ToString());
     timing.wait_s += Seconds(w0, w1);
     mark(it->second.index, it->second.posted, w1);
     recvs.erase(it);

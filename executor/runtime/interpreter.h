@@ -23,10 +23,10 @@
 #include <functional>
 #include <vector>
 
+#include "base/status.h"
 #include "executor/comm/communicator.h"
 #include "schedules/action.h"
 #include "schedules/program.h"
-#include "base/status.h"
 
 namespace pw::exec {
 
@@ -82,7 +82,7 @@ class StageBackend {
 // is late by up to that compute's duration) or by the end-of-step wait.
 // RECV: posted -> its wait returned (data there).
 struct ActionSpan {
-  int index = 0;          // position in the rank's action list
+  int index = 0;  // position in the rank's action list
   double start_s = 0.0;
   double end_s = 0.0;
 };
@@ -93,16 +93,16 @@ class WaitBoard;
 
 // Optional instrumentation of one step; every member may be left empty.
 struct StepHooks {
-  bool record_spans = false;  // fill RankStepTiming::spans (--trace)
+  bool record_spans = false;   // fill RankStepTiming::spans (--trace)
   WaitBoard* board = nullptr;  // set to "rank r, step k, waiting on ..." before each wait
   // Called before action `index` runs (test-only fault injection).
   std::function<void(int index)> before_action;
 };
 
 struct RankStepTiming {
-  double busy_s = 0.0;    // sum of compute action durations on this rank
-  double end_s = 0.0;     // from the call's start to the last send's completion observed
-  double wait_s = 0.0;    // time blocked in receive waits
+  double busy_s = 0.0;            // sum of compute action durations on this rank
+  double end_s = 0.0;             // from the call's start to the last send's completion observed
+  double wait_s = 0.0;            // time blocked in receive waits
   std::vector<ActionSpan> spans;  // one per action, list order (if hooks->record_spans)
 };
 

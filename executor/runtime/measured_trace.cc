@@ -1,6 +1,7 @@
-#include "executor/comm/agree.h"
-#include "base/file_io.h"
 #include "executor/runtime/measured_trace.h"
+
+#include "base/file_io.h"
+#include "executor/comm/agree.h"
 
 namespace pw::exec {
 
@@ -33,7 +34,7 @@ TraceHeader ProgramHeader(const Program& program) {
 // Rank 0's half of WriteMeasuredTrace: every rank's gathered span times
 // (`all`, in rank order) into the file at `path`.
 static Status WriteGathered(const Plan& plan, const Program& program, const std::vector<std::string>& all,
-                     const std::string& path, const std::string& title);
+                            const std::string& path, const std::string& title);
 
 int64_t MessageFlowId(const Program& program, const Action& a) {
   return TraceFlowId(a, program.num_stages, program.num_microbatches);
@@ -79,7 +80,7 @@ Status WriteMeasuredTrace(const Plan& plan, const std::vector<ActionSpan>& spans
 }
 
 static Status WriteGathered(const Plan& plan, const Program& program, const std::vector<std::string>& all,
-                     const std::string& path, const std::string& title) {
+                            const std::string& path, const std::string& title) {
   const int ranks = static_cast<int>(program.ranks.size());
   if (static_cast<int>(all.size()) != ranks)
     return Status::InvalidArgument("--trace " + path + ": " + std::to_string(all.size()) +

@@ -6,15 +6,14 @@
 // seconds, the file in µs rounded to the ns. Torch-free.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "base/status.h"
 #include "executor/comm/communicator.h"
 #include "executor/runtime/interpreter.h"
 #include "plan/plan.h"
-#include "base/status.h"
 #include "schedules/trace_writer.h"
 
 namespace pw::exec {

@@ -1,7 +1,6 @@
 #include "executor/runtime/preflight.h"
 
 #include "executor/comm/agree.h"
-
 #include "models/torch/executor_model.h"
 #include "schedules/validate.h"
 
@@ -30,8 +29,8 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
   if (world_size != ranks) {
     const std::string grid = plan.dp_size == 1
                                  ? "pp_size=" + std::to_string(plan.pp_size)
-                                 : "pp_size=" + std::to_string(plan.pp_size) + " x dp_size=" +
-                                       std::to_string(plan.dp_size) + " = " + std::to_string(ranks);
+                                 : "pp_size=" + std::to_string(plan.pp_size) +
+                                       " x dp_size=" + std::to_string(plan.dp_size) + " = " + std::to_string(ranks);
     return Status::InvalidArgument("plan is for " + grid + " ranks but " + std::to_string(world_size) +
                                    " were started (mpirun -np " + std::to_string(world_size) + "); run with -np " +
                                    std::to_string(ranks));
@@ -51,11 +50,14 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
                              (one_fifo_per_pair ? " for the NCCL communicator" : "") + " (nothing was computed)");
 
   CheckedPlan out;
-  if (!plan.model) return Status::InvalidArgument("plan section 'model' is missing: the executor builds the model from it "
-                                                 "(write the plan with `pipewright plan`)");
+  if (!plan.model)
+    return Status::InvalidArgument(
+        "plan section 'model' is missing: the executor builds the model from it "
+        "(write the plan with `pipewright plan`)");
   if (!plan.training)
-    return Status::InvalidArgument("plan section 'training' is missing: the executor needs seq_length and the "
-                                   "microbatch sizes (write the plan with `pipewright plan`)");
+    return Status::InvalidArgument(
+        "plan section 'training' is missing: the executor needs seq_length and the "
+        "microbatch sizes (write the plan with `pipewright plan`)");
   PW_RETURN_IF_ERROR(models::CheckExecutorModel(*plan.model, "plan section 'model'"));
   out.model = *plan.model;
   const int L = LayerCount(out.model);
@@ -83,8 +85,9 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
                                    "': the executor keeps every activation (no recomputation), so the plan's "
                                    "memory prediction would not hold; plan with --recompute-granularity none");
   if (t.precision == Precision::kMixedBf16)
-    return Status::InvalidArgument("plan field 'training.dtype' is 'bf16': the executor computes in float32 (or "
-                                   "float64 for checks); plan with --dtype fp32");
+    return Status::InvalidArgument(
+        "plan field 'training.dtype' is 'bf16': the executor computes in float32 (or "
+        "float64 for checks); plan with --dtype fp32");
   if (out.training.seq_length > out.model.max_positions)
     return Status::InvalidArgument("plan field 'training.seq_length' " + std::to_string(out.training.seq_length) +
                                    " exceeds the model's n_positions " + std::to_string(out.model.max_positions));

@@ -1,11 +1,11 @@
 // Pre-flight checks the executor runs before any compute. Torch-free.
 #pragma once
 
+#include "base/status.h"
 #include "executor/comm/communicator.h"
-#include "plan/replica_batch.h"
 #include "models/spec/model_config.h"
 #include "plan/plan.h"
-#include "base/status.h"
+#include "plan/replica_batch.h"
 
 namespace pw::exec {
 
@@ -35,8 +35,8 @@ struct CheckedPlan {
 //    B/W, when dp_size > 1, none with dp_size 1);
 //  - training.global_batch_size = dp_size x sum(microbatch_sizes);
 //  - the typed `model` section is one the executor builds
-//    (models::CheckExecutorModel: a registry family's shape, tied or untied head, no dropout) and the stages' layer ranges cover exactly its
-//    N+2 layers;
+//    (models::CheckExecutorModel: a registry family's shape, tied or untied head, no dropout) and the stages' layer
+//    ranges cover exactly its N+2 layers;
 //  - the `training` section: recompute none, dtype fp32 or fp64,
 //    seq_length <= n_positions (vocab_size is checked against the data by
 //    TextDataset::Open and against the tokenizer by SampleText).

@@ -37,13 +37,14 @@ StatusOr<double> ReferenceModel::Step(const TokenBatch& batch, bool apply_optimi
   Impl& m = *impl_;
   try {
     ZeroGrads(m.module->parameters());
-    torch::Tensor inputs = BatchTensor(batch.inputs, batch.rows, batch.seq);    // (B, T)
-    torch::Tensor targets = BatchTensor(batch.targets, batch.rows, batch.seq);  // (B, T)
+    torch::Tensor inputs = BatchTensor(batch.inputs, batch.rows, batch.seq);             // (B, T)
+    torch::Tensor targets = BatchTensor(batch.targets, batch.rows, batch.seq);           // (B, T)
     torch::Tensor loss = models::LanguageModelLoss(m.module->forward(inputs), targets);  // ()
     loss.backward();
     // LibTorch's own global-norm clipping: the reference the pipelined
     // clipping in Engine::Step is checked against.
-    if (m.options.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(m.module->parameters(), m.options.clip_grad_norm);
+    if (m.options.clip_grad_norm > 0)
+      torch::nn::utils::clip_grad_norm_(m.module->parameters(), m.options.clip_grad_norm);
     if (apply_optimizer) m.optimizer->step();
     return loss.item<double>();
   } catch (const c10::Error& e) {

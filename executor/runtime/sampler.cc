@@ -1,13 +1,13 @@
 #include "executor/runtime/sampler.h"
 
-#include <random>
-
 #include <torch/torch.h>
 
+#include <random>
+
 #include "executor/checkpoint/checkpoint_io.h"
-#include "executor/runtime/torch_util.h"
-#include "executor/runtime/preflight.h"
 #include "executor/data/tokenizer.h"
+#include "executor/runtime/preflight.h"
+#include "executor/runtime/torch_util.h"
 #include "models/spec/hf_weights.h"
 #include "models/torch/executor_model.h"
 #include "models/torch/gpt.h"
@@ -31,10 +31,9 @@ StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOpti
   if (!options.tokenizer.empty()) {
     PW_ASSIGN_OR_RETURN(tokenizer, Tokenizer::Load(options.tokenizer));
     if (tokenizer->vocab_size() != cfg.vocab)
-      return Status::InvalidArgument("--tokenizer " + options.tokenizer + " has a vocabulary of " +
-                                     std::to_string(tokenizer->vocab_size()) +
-                                     " pieces but the checkpoint's model.vocab_size is " +
-                                     std::to_string(cfg.vocab) + "; they must be equal");
+      return Status::InvalidArgument(
+          "--tokenizer " + options.tokenizer + " has a vocabulary of " + std::to_string(tokenizer->vocab_size()) +
+          " pieces but the checkpoint's model.vocab_size is " + std::to_string(cfg.vocab) + "; they must be equal");
   } else if (cfg.vocab < 256) {
     return Status::InvalidArgument("the checkpoint's model.vocab_size is " + std::to_string(cfg.vocab) +
                                    ": without --tokenizer the tokens are bytes, so it needs vocab_size >= 256");
@@ -67,8 +66,8 @@ StatusOr<std::string> SampleText(const std::string& checkpoint, const SampleOpti
     for (int n = 0; n < options.tokens; ++n) {
       const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), cfg.max_positions);
       std::vector<int64_t> window(tokens.end() - len, tokens.end());
-      torch::Tensor x = BatchTensor(window, 1, static_cast<int>(len));  // (1, t)
-      for (auto& s : stages) x = s->forward(x);                          // logits (1, t, V)
+      torch::Tensor x = BatchTensor(window, 1, static_cast<int>(len));                // (1, t)
+      for (auto& s : stages) x = s->forward(x);                                       // logits (1, t, V)
       torch::Tensor logits = x[0][len - 1].to(torch::kDouble) / options.temperature;  // (V)
       torch::Tensor probs = torch::softmax(logits, 0).contiguous();                   // (V)
       const double* p = probs.data_ptr<double>();

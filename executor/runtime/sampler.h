@@ -11,8 +11,8 @@ namespace pw::exec {
 
 struct SampleOptions {
   std::string prompt = "\n";
-  int tokens = 200;           // tokens to generate (bytes without a tokenizer)
-  double temperature = 0.8;   // > 0
+  int tokens = 200;          // tokens to generate (bytes without a tokenizer)
+  double temperature = 0.8;  // > 0
   uint64_t seed = 42;
   // SentencePiece .model: encodes the prompt and decodes the output; its
   // vocabulary must equal the model's vocab_size. "" = byte tokens.

@@ -60,12 +60,17 @@ void WeightGradStore::ResetStats() {
 
 // -------------------------------------------------------------- backend ---
 
-TorchStageBackend::TorchStageBackend(const Program& program, int rank, const ModelConfig& config,
-                                     ReplicaBatch shape, torch::Dtype dtype,
-                                     std::map<int, models::GptStage> stages, torch::Device device,
+TorchStageBackend::TorchStageBackend(const Program& program, int rank, const ModelConfig& config, ReplicaBatch shape,
+                                     torch::Dtype dtype, std::map<int, models::GptStage> stages, torch::Device device,
                                      bool device_messages)
-    : program_(program), rank_(rank), config_(config), shape_(std::move(shape)), dtype_(dtype), device_(device),
-      device_messages_(device_messages), stages_(std::move(stages)) {
+    : program_(program),
+      rank_(rank),
+      config_(config),
+      shape_(std::move(shape)),
+      dtype_(dtype),
+      device_(device),
+      device_messages_(device_messages),
+      stages_(std::move(stages)) {
   for (auto& [s, module] : stages_) module->SetSink(&store_);
 }
 
@@ -182,7 +187,8 @@ Status TorchStageBackend::BackwardWeight(int stage, int mb) {
 StatusOr<MessageBuffer> TorchStageBackend::SendBuffer(ActionType type, int stage, int mb) {
   auto it = state_.find({stage, mb});
   const bool forward = type == ActionType::kSendF;
-  if (it == state_.end()) return Status::Internal(Where(forward ? "SEND_F" : "SEND_B", stage, mb) + " before its producer");
+  if (it == state_.end())
+    return Status::Internal(Where(forward ? "SEND_F" : "SEND_B", stage, mb) + " before its producer");
   MicrobatchState& st = it->second;
   torch::Tensor src = forward ? st.output : st.input_grad;
   if (!src.defined())
@@ -222,9 +228,7 @@ int64_t TorchStageBackend::HeldMessageBytes() const {
   return bytes;
 }
 
-double TorchStageBackend::StepLoss() const {
-  return loss_sum_.defined() ? loss_sum_.item<double>() : 0.0;
-}
+double TorchStageBackend::StepLoss() const { return loss_sum_.defined() ? loss_sum_.item<double>() : 0.0; }
 
 StatusOr<MessageBuffer> TorchStageBackend::RecvBuffer(ActionType type, int stage, int mb) {
   MicrobatchState& st = state_[{stage, mb}];
@@ -233,7 +237,10 @@ StatusOr<MessageBuffer> TorchStageBackend::RecvBuffer(ActionType type, int stage
       device_messages_
           ? torch::empty(MessageShape(mb), torch::TensorOptions().dtype(dtype_).device(device_))
           : torch::empty(MessageShape(mb), torch::TensorOptions().dtype(dtype_).pinned_memory(device_.is_cuda()));
-  if (type == ActionType::kRecvF) st.recv_input = buf; else st.recv_grad = buf;
+  if (type == ActionType::kRecvF)
+    st.recv_input = buf;
+  else
+    st.recv_grad = buf;
   return MessageBuffer{buf.data_ptr(), static_cast<int64_t>(buf.numel() * buf.element_size())};
 }
 

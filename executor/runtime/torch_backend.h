@@ -15,9 +15,9 @@
 
 #include "executor/data/data.h"
 #include "executor/runtime/interpreter.h"
-#include "plan/replica_batch.h"
 #include "models/torch/gpt.h"
 #include "models/torch/torch_compat.h"
+#include "plan/replica_batch.h"
 #include "schedules/program.h"
 
 namespace pw::exec {
@@ -67,9 +67,9 @@ class TorchStageBackend : public StageBackend {
   // (MPI-staged: device -> host before a send, host -> device when the
   // consumer runs; Debian's Open MPI is not CUDA-aware), which for a CPU
   // device costs nothing.
-  TorchStageBackend(const Program& program, int rank, const ModelConfig& config, ReplicaBatch shape,
-                    torch::Dtype dtype, std::map<int, models::GptStage> stages,
-                    torch::Device device = torch::Device(torch::kCPU), bool device_messages = false);
+  TorchStageBackend(const Program& program, int rank, const ModelConfig& config, ReplicaBatch shape, torch::Dtype dtype,
+                    std::map<int, models::GptStage> stages, torch::Device device = torch::Device(torch::kCPU),
+                    bool device_messages = false);
 
   // Starts a step on `batch` (REQUIRES: outlives the step): resets the loss
   // sum and the stash statistics.

@@ -50,5 +50,4 @@ inline torch::Tensor BatchTensor(const std::vector<int64_t>& v, int rows, int se
       .clone();  // (B, T)
 }
 
-
 }  // namespace pw::exec

@@ -1,6 +1,4 @@
 #include "executor/runtime/train.h"
-#include "base/hash.h"
-#include "base/format.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -13,17 +11,19 @@
 #include <thread>
 #include <utility>
 
+#include "base/format.h"
+#include "base/hash.h"
+#include "base/output_place.h"
 #include "executor/checkpoint/checkpoint.h"
-#include "models/spec/footprint.h"
-#include "executor/runtime/sampler.h"
 #include "executor/comm/agree.h"
 #include "executor/data/data.h"
-#include "executor/runtime/measured_trace.h"
-#include "executor/runtime/watchdog.h"
-#include "plan/replica_batch.h"
 #include "executor/runtime/engine.h"
+#include "executor/runtime/measured_trace.h"
 #include "executor/runtime/preflight.h"
-#include "base/output_place.h"
+#include "executor/runtime/sampler.h"
+#include "executor/runtime/watchdog.h"
+#include "models/spec/footprint.h"
+#include "plan/replica_batch.h"
 
 namespace pw::exec {
 
@@ -44,10 +44,12 @@ StatusOr<double> ClipNorm(const RunOptions& o, const Plan& plan) {
   const bool barrier = plan.training && plan.training->global_barrier;
   const double clip = o.clip_grad_norm < 0 ? planned : o.clip_grad_norm;
   if (clip > 0 && !barrier)
-    return Status::InvalidArgument(
-        "--clip-grad-norm " + std::to_string(clip) + ": clipping by the global norm puts a barrier at the end of "
-        "each step, but the plan " + o.plan_path + " was not made for one (training.global_barrier is not true; it "
-        "may minimise steady_step_s). Re-plan with pipewright plan --clip-grad-norm");
+    return Status::InvalidArgument("--clip-grad-norm " + std::to_string(clip) +
+                                   ": clipping by the global norm puts a barrier at the end of "
+                                   "each step, but the plan " +
+                                   o.plan_path +
+                                   " was not made for one (training.global_barrier is not true; it "
+                                   "may minimise steady_step_s). Re-plan with pipewright plan --clip-grad-norm");
   return clip;
 }
 
@@ -61,7 +63,6 @@ std::string ParameterDigest(const std::vector<NamedValues>& params) {
   }
   return HashHex(h);
 }
-
 
 constexpr char kNonFiniteLoss[] = "non-finite loss";
 
@@ -84,7 +85,8 @@ Status ValidateRunOptions(const RunOptions& o) {
   if (!o.init_from.empty() && !o.resume.empty())
     return bad("--init-from", o.init_from, "cannot be combined with --resume (a checkpoint holds its own weights)");
   // --lr 0 is allowed: the loss of given weights (--init-from) on given data, unchanged by the steps.
-  if (!std::isfinite(o.lr) || o.lr < 0) return bad("--lr", FormatShort(o.lr), "the learning rate must be finite and >= 0");
+  if (!std::isfinite(o.lr) || o.lr < 0)
+    return bad("--lr", FormatShort(o.lr), "the learning rate must be finite and >= 0");
   PW_RETURN_IF_ERROR(ValidateDataSpec(DataSpecOf(o)));
   if (!std::isfinite(o.beta2) || o.beta2 < 0 || o.beta2 >= 1)
     return bad("--adam-beta2", FormatShort(o.beta2), "must be in [0, 1)");
@@ -96,8 +98,7 @@ Status ValidateRunOptions(const RunOptions& o) {
   if (!std::isfinite(o.temperature) || o.temperature <= 0)
     return bad("--temperature", FormatShort(o.temperature), "must be finite and > 0");
   if (o.sample_tokens < 0) return bad("--sample", std::to_string(o.sample_tokens), "must be >= 0 (0 = no sample)");
-  if (o.warmup_steps < 0)
-    return bad("--warmup-steps", std::to_string(o.warmup_steps), "must be >= 0 (0 = no warm-up)");
+  if (o.warmup_steps < 0) return bad("--warmup-steps", std::to_string(o.warmup_steps), "must be >= 0 (0 = no warm-up)");
   if (o.checkpoint_every < 0)
     return bad("--checkpoint-every", std::to_string(o.checkpoint_every), "must be >= 0 (0 = never)");
   if (o.log_every < 0)
@@ -110,8 +111,8 @@ Status ValidateRunOptions(const RunOptions& o) {
   // any training, so that a typo, /proc or a read-only mount does not cost
   // the run (or leave some ranks' files behind).
   if (!o.trace_path.empty()) PW_RETURN_IF_ERROR(CheckOutputFile("--trace", o.trace_path));
-  for (const auto& [flag, dir] : {std::pair<const char*, const std::string&>{"--save", o.save_dir},
-                                  {"--checkpoint-dir", o.checkpoint_dir}})
+  for (const auto& [flag, dir] :
+       {std::pair<const char*, const std::string&>{"--save", o.save_dir}, {"--checkpoint-dir", o.checkpoint_dir}})
     if (!dir.empty()) PW_RETURN_IF_ERROR(CheckOutputDirectory(flag, dir));
   return Status::Ok();
 }
@@ -134,8 +135,8 @@ struct RunContext {
   Engine& engine;
   RunSummary& summary;
   std::string plan_hash;
-  std::string dtype;  // "float32" | "float64"
-  bool printer = false;  // rank 0 prints
+  std::string dtype;      // "float32" | "float64"
+  bool printer = false;   // rank 0 prints
   double step_flops = 0;  // model FLOPs of one step (all ranks): F + I + W of every layer, every row
   double peak_flops = 0;  // the plan's device peak, FLOP/s per rank; 0 = no device in the plan (no MFU)
 
@@ -195,9 +196,12 @@ double StepFlops(const Plan& plan) {
 
 std::string Seconds(double s) {
   char buf[32];
-  if (s < 100) std::snprintf(buf, sizeof buf, "%.1f s", s);
-  else if (s < 6000) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
-  else std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  if (s < 100)
+    std::snprintf(buf, sizeof buf, "%.1f s", s);
+  else if (s < 6000)
+    std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
   return buf;
 }
 
@@ -211,7 +215,8 @@ StatusOr<bool> RunsInDoublePrecision(const RunOptions& options, const Plan& plan
     return Status::InvalidArgument("--dtype " + options.dtype + ": the plan " + options.plan_path +
                                    " says training.dtype " + name +
                                    " (its message and memory sizes follow it); omit --dtype (run takes the plan's) "
-                                   "or plan again with --dtype " + options.dtype);
+                                   "or plan again with --dtype " +
+                                   options.dtype);
   return planned == Precision::kFp64;
 }
 
@@ -243,8 +248,7 @@ Status Resume(RunContext& run) {
   if (!manifest.ok()) st = manifest.status();
   if (st.ok())
     st = CheckResumable(*manifest, *dir, *run.plan.model, options.seed, run.dtype,
-                        run.shape.rows * run.engine.dp_size(),
-                        run.shape.seq_length);
+                        run.shape.rows * run.engine.dp_size(), run.shape.seq_length);
   if (st.ok() && manifest->steps_done >= options.steps)
     st = Status::InvalidArgument("--resume " + *dir + ": the checkpoint is after step " +
                                  std::to_string(manifest->steps_done) + ", --steps is " +
@@ -254,8 +258,8 @@ Status Resume(RunContext& run) {
   run.summary.first_step = manifest->steps_done;
   PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
   if (run.printer) {
-    std::fprintf(run.out, "resumed from %s after step %d (written by %s, P=%d)\n", dir->c_str(),
-                 run.summary.first_step, manifest->schedule.c_str(), manifest->pp_size);
+    std::fprintf(run.out, "resumed from %s after step %d (written by %s, P=%d)\n", dir->c_str(), run.summary.first_step,
+                 manifest->schedule.c_str(), manifest->pp_size);
     std::fprintf(run.out, "loaded parameters and AdamW state fnv1a64 (by name, all ranks): %s\n", digest.c_str());
   }
   return Status::Ok();
@@ -280,11 +284,10 @@ StatusOr<double> WriteCheckpointTo(RunContext& run, const std::string& dir, int 
   PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
   if (run.printer) {
     const size_t layer_files = static_cast<size_t>(run.plan.model->num_layers + 2);
-    const std::string shards =
-        run.engine.distributed_optimizer()
-            ? " + " + std::to_string(layer_files * static_cast<size_t>(run.engine.dp_size())) +
-                  " ZeRO-1 optimizer shard files"
-            : "";
+    const std::string shards = run.engine.distributed_optimizer()
+                                   ? " + " + std::to_string(layer_files * static_cast<size_t>(run.engine.dp_size())) +
+                                         " ZeRO-1 optimizer shard files"
+                                   : "";
     std::fprintf(run.out, "checkpoint %s | %zu layer files%s, %lld bytes | %.3f s | fnv1a64 %s\n", dir.c_str(),
                  layer_files, shards.c_str(), static_cast<long long>(bytes), max_s, digest.c_str());
     std::fflush(run.out);
@@ -336,8 +339,7 @@ Status TrainSteps(RunContext& run) {
   for (int step = summary.first_step; step < options.steps; ++step) {
     current_step = step;
     run.engine.SetLearningRate(LearningRate(options, step));
-    TokenBatch batch = ReplicaTokens(run.data, step, run.shape.rows, run.engine.dp_rank(),
-                                    run.engine.dp_size());
+    TokenBatch batch = ReplicaTokens(run.data, step, run.shape.rows, run.engine.dp_rank(), run.engine.dp_size());
     StatusOr<StepReport> r = run.engine.Step(batch, /*apply_optimizer=*/true, &hooks);
     if (!r.ok()) return r.status();
     // The loss is all-gathered in Step: every rank sees the same value and
@@ -436,8 +438,8 @@ Status SaveAndSample(RunContext& run, Status* sampled) {
                    options.tokenizer.empty() ? "bytes" : "tokens", options.temperature, run.summary.sample.c_str());
     } else {
       *sampled = text.status().WithContext("sampling on rank 0 from " + dir +
-                                          " (every rank saves its layers there: on several hosts, pass --save "
-                                          "with a directory on a shared filesystem)");
+                                           " (every rank saves its layers there: on several hosts, pass --save "
+                                           "with a directory on a shared filesystem)");
     }
     if (options.save_dir.empty()) std::filesystem::remove_all(dir);
   }
@@ -454,7 +456,7 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   StatusOr<Plan> plan = ReadPlanFile(options.plan_path);
   StatusOr<ReplicaBatch> shape = plan.ok() ? ReadReplicaBatch(*plan) : StatusOr<ReplicaBatch>(plan.status());
   StatusOr<TextDataset> data = shape.ok() ? TextDataset::Open(DataSpecOf(options), shape->seq_length, options.seed,
-                                                                plan->model ? plan->model->vocab : 256)
+                                                              plan->model ? plan->model->vocab : 256)
                                           : StatusOr<TextDataset>(shape.status());
   if (!data.ok()) {
     Status agreed = AgreeOnPlan(StatusOr<Plan>(data.status()), comm);
@@ -466,8 +468,18 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
   RunSummary summary;
-  RunContext run{options, comm, out, *plan, *shape, *data, *engine, summary, PlanHash(*plan),
-                 eo.double_precision ? "float64" : "float32", comm.rank() == 0, StepFlops(*plan),
+  RunContext run{options,
+                 comm,
+                 out,
+                 *plan,
+                 *shape,
+                 *data,
+                 *engine,
+                 summary,
+                 PlanHash(*plan),
+                 eo.double_precision ? "float64" : "float32",
+                 comm.rank() == 0,
+                 StepFlops(*plan),
                  plan->device ? plan->device->peak_flops : 0.0};
   if (!options.resume.empty()) PW_RETURN_IF_ERROR(Resume(run));
   if (!options.init_from.empty()) {

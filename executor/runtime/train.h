@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <string>
 
+#include "base/status.h"
 #include "executor/comm/communicator.h"
 #include "executor/runtime/types.h"
-#include "base/status.h"
 
 namespace pw::exec {
 
@@ -20,17 +20,17 @@ class WaitBoard;
 inline constexpr int kProgressLines = 40;
 
 struct RunOptions {
-  std::string plan_path;        // --plan: plan JSON (docs/PLAN_FORMAT.md) with extra model/training fields
-  std::string data_path;        // --data: text (bytes, or --tokenizer) or token file (executor/data/data.h, docs/DATA.md)
-  std::string token_dtype;      // --token-dtype: "" | uint16 | uint32 (flat token file without a header)
-  std::string tokenizer;        // --tokenizer: SentencePiece .model for text data and --sample ("" = bytes)
+  std::string plan_path;    // --plan: plan JSON (docs/PLAN_FORMAT.md) with extra model/training fields
+  std::string data_path;    // --data: text (bytes, or --tokenizer) or token file (executor/data/data.h, docs/DATA.md)
+  std::string token_dtype;  // --token-dtype: "" | uint16 | uint32 (flat token file without a header)
+  std::string tokenizer;    // --tokenizer: SentencePiece .model for text data and --sample ("" = bytes)
   std::string data_order = "random";  // --data-order: random | sequential
-  int steps = 50;               // --steps: optimizer steps
-  uint64_t seed = 1234;         // --seed: data order and initial weights
-  double lr = 3e-3;             // --lr: peak AdamW learning rate
-  int warmup_steps = 5;         // --warmup-steps: linear warm-up to --lr, then cosine decay to --lr/10
-  double beta2 = 0.95;          // --adam-beta2 (GPT practice; 0.999 is PyTorch's default)
-  double weight_decay = 0.0;    // --weight-decay
+  int steps = 50;                     // --steps: optimizer steps
+  uint64_t seed = 1234;               // --seed: data order and initial weights
+  double lr = 3e-3;                   // --lr: peak AdamW learning rate
+  int warmup_steps = 5;               // --warmup-steps: linear warm-up to --lr, then cosine decay to --lr/10
+  double beta2 = 0.95;                // --adam-beta2 (GPT practice; 0.999 is PyTorch's default)
+  double weight_decay = 0.0;          // --weight-decay
   // --dtype: "" = the plan's training.dtype (what run trains); "fp32" or
   // "fp64" (launch/flags.h) must be the plan's, whose message and memory
   // sizes follow it.
@@ -39,22 +39,23 @@ struct RunOptions {
   // ceil(steps run / kProgressLines) steps, so a run of any length prints
   // at most kProgressLines + 1 progress lines (every step when it runs fewer).
   int log_every = 0;
-  std::string save_dir;         // --save: write the final checkpoint here (checkpoint.h; "" = no)
-  int sample_tokens = 0;        // --sample N: after training, rank 0 prints N sampled bytes
+  std::string save_dir;              // --save: write the final checkpoint here (checkpoint.h; "" = no)
+  int sample_tokens = 0;             // --sample N: after training, rank 0 prints N sampled bytes
   std::string sample_prompt = "\n";  // --prompt
-  double temperature = 0.8;     // --temperature
+  double temperature = 0.8;          // --temperature
   // Long runs.
-  std::string checkpoint_dir;   // --checkpoint-dir: ROOT of step_<n>/ checkpoints (checkpoint.h)
-  int checkpoint_every = 0;     // --checkpoint-every N: save after every N-th step (0: once after the last step when --checkpoint-dir is given)
-  std::string resume;           // --resume: a step_<n> directory or a ROOT (latest complete one)
-  std::string init_from;        // --init-from: a Hugging Face directory (config.json + safetensors) to start from
-  double clip_grad_norm = -1;   // --clip-grad-norm: <0 = the plan's training.clip_grad_norm, 0 = off
-  std::string trace_path;       // --trace FILE: measured trace of one step (trace_format.h)
-  int trace_step = -1;          // --trace-step: which step (0-based) to write; -1 = the last
-  std::string device = "cpu";   // --device cpu|cuda
-  bool device_messages = false; // --comm nccl: messages stay on the GPU (set by the CLI)
-  int local_rank = 0;           // from the launcher (launch_env.h), picks the CUDA device
-  WaitBoard* board = nullptr;   // what this rank waits on (watchdog.h); may be null
+  std::string checkpoint_dir;    // --checkpoint-dir: ROOT of step_<n>/ checkpoints (checkpoint.h)
+  int checkpoint_every = 0;      // --checkpoint-every N: save after every N-th step (0: once after the last step when
+                                 // --checkpoint-dir is given)
+  std::string resume;            // --resume: a step_<n> directory or a ROOT (latest complete one)
+  std::string init_from;         // --init-from: a Hugging Face directory (config.json + safetensors) to start from
+  double clip_grad_norm = -1;    // --clip-grad-norm: <0 = the plan's training.clip_grad_norm, 0 = off
+  std::string trace_path;        // --trace FILE: measured trace of one step (trace_format.h)
+  int trace_step = -1;           // --trace-step: which step (0-based) to write; -1 = the last
+  std::string device = "cpu";    // --device cpu|cuda
+  bool device_messages = false;  // --comm nccl: messages stay on the GPU (set by the CLI)
+  int local_rank = 0;            // from the launcher (launch_env.h), picks the CUDA device
+  WaitBoard* board = nullptr;    // what this rank waits on (watchdog.h); may be null
   // Test-only fault injection (--fault-rank/--fault-step/--fault-kind): rank
   // fault_rank, in step fault_step, half-way through its action list, kills
   // itself (SIGKILL, "kill") or stops (SIGSTOP, "hang"). -1 = off.
@@ -66,16 +67,17 @@ struct RunOptions {
 // Summary of a run, as rank 0 saw it.
 struct RunSummary {
   double first_loss = 0.0, last_loss = 0.0;
-  double mean_step_s = 0.0;       // over steps after the first (warm-up excluded when > 1 step)
+  double mean_step_s = 0.0;  // over steps after the first (warm-up excluded when > 1 step)
   double mean_tokens_per_s = 0.0;
   double mean_bubble_ratio = 0.0;
-  double mean_reduce_wait_s = 0.0; // dp_size > 1: the all-reduce's exposed seconds per step (StepReport::reduce_wait_s)
+  double mean_reduce_wait_s =
+      0.0;  // dp_size > 1: the all-reduce's exposed seconds per step (StepReport::reduce_wait_s)
   // Model FLOPs utilisation at the mean step (a fraction): model FLOP/s per
   // rank (recomputation not counted) over the plan's device peak_flops; 0
   // when the plan has no device.
   double mean_mfu = 0.0;
-  std::string sample;             // rank 0 only, if asked
-  int first_step = 0;             // 0, or the resumed checkpoint's steps_done
+  std::string sample;  // rank 0 only, if asked
+  int first_step = 0;  // 0, or the resumed checkpoint's steps_done
   int checkpoints_written = 0;
   double mean_checkpoint_s = 0.0;  // max over ranks of one checkpoint's write time, averaged
   int64_t checkpoint_bytes = 0;    // bytes of the last checkpoint (all rank files)

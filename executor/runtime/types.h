@@ -58,9 +58,9 @@ struct ReduceSpan {
 
 // A tensor copied out as doubles, for comparisons without LibTorch.
 struct NamedValues {
-  std::string name;             // e.g. "block.3.attn_qkv.weight"
+  std::string name;  // e.g. "block.3.attn_qkv.weight"
   std::vector<int64_t> shape;
-  std::vector<double> values;   // row-major
+  std::vector<double> values;  // row-major
 };
 
 struct StepReport {
@@ -77,7 +77,7 @@ struct StepReport {
   // exposed time; the rest overlapped compute). 0 with dp_size 1.
   double reduce_wait_s = 0.0;
   std::vector<ReduceSpan> reduce_spans;  // this rank's stages, in start order (data parallel only)
-  std::vector<ActionSpan> spans;  // this rank's measured actions (hooks->record_spans)
+  std::vector<ActionSpan> spans;         // this rank's measured actions (hooks->record_spans)
 };
 
 // Deferred weight-gradient memory of the last step, per stage of this rank.

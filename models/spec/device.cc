@@ -48,9 +48,11 @@ StatusOr<DeviceSpec> ParseDeviceSpec(const json& j, const std::string& source) {
     d.gpus_per_node = static_cast<int>(gpn->get<int64_t>());
   }
   if (j.contains("intra_node_bandwidth_bytes_per_s"))
-    PW_RETURN_IF_ERROR(PositiveNumber(j, source, "intra_node_bandwidth_bytes_per_s", &d.intra_node_bandwidth_bytes_per_s));
+    PW_RETURN_IF_ERROR(
+        PositiveNumber(j, source, "intra_node_bandwidth_bytes_per_s", &d.intra_node_bandwidth_bytes_per_s));
   if (j.contains("inter_node_bandwidth_bytes_per_s"))
-    PW_RETURN_IF_ERROR(PositiveNumber(j, source, "inter_node_bandwidth_bytes_per_s", &d.inter_node_bandwidth_bytes_per_s));
+    PW_RETURN_IF_ERROR(
+        PositiveNumber(j, source, "inter_node_bandwidth_bytes_per_s", &d.inter_node_bandwidth_bytes_per_s));
   if (j.contains("source") && j["source"].is_string()) d.source = j["source"].get<std::string>();
   auto reserve = j.find("runtime_reserve");
   if (reserve != j.end()) {
@@ -96,8 +98,10 @@ json DeviceSpecToJson(const DeviceSpec& d) {
   j["p2p_bandwidth_bytes_per_s"] = d.p2p_bandwidth_bytes_per_s;
   j["p2p_latency_s"] = d.p2p_latency_s;
   if (d.gpus_per_node != 1) j["gpus_per_node"] = d.gpus_per_node;
-  if (d.intra_node_bandwidth_bytes_per_s > 0) j["intra_node_bandwidth_bytes_per_s"] = d.intra_node_bandwidth_bytes_per_s;
-  if (d.inter_node_bandwidth_bytes_per_s > 0) j["inter_node_bandwidth_bytes_per_s"] = d.inter_node_bandwidth_bytes_per_s;
+  if (d.intra_node_bandwidth_bytes_per_s > 0)
+    j["intra_node_bandwidth_bytes_per_s"] = d.intra_node_bandwidth_bytes_per_s;
+  if (d.inter_node_bandwidth_bytes_per_s > 0)
+    j["inter_node_bandwidth_bytes_per_s"] = d.inter_node_bandwidth_bytes_per_s;
   if (d.ReserveBytes() > 0 || !d.reserve.source.empty()) {
     j["runtime_reserve"]["cuda_context_bytes"] = d.reserve.cuda_context_bytes;
     j["runtime_reserve"]["nccl_buffers_bytes"] = d.reserve.nccl_buffers_bytes;

@@ -21,9 +21,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/costs.h"
 #include "base/status.h"
@@ -40,18 +39,18 @@ struct RuntimeReserve {
 
 struct DeviceSpec {
   std::string name;
-  int64_t memory_bytes = 0;       // capacity the device reports, bytes
-  RuntimeReserve reserve;         // kept free for the runtime (ReserveBytes)
-  double peak_flops = 0;          // peak dense bf16 FLOP/s (vendor datasheet)
-  double efficiency = 0.5;        // achievable fraction of peak_flops on transformer GEMMs (a planning assumption)
+  int64_t memory_bytes = 0;  // capacity the device reports, bytes
+  RuntimeReserve reserve;    // kept free for the runtime (ReserveBytes)
+  double peak_flops = 0;     // peak dense bf16 FLOP/s (vendor datasheet)
+  double efficiency = 0.5;   // achievable fraction of peak_flops on transformer GEMMs (a planning assumption)
   double memory_bandwidth_bytes_per_s = 0;  // HBM bandwidth, for memory-bound layers (embedding)
   double p2p_bandwidth_bytes_per_s = 0;     // one direction, between pipeline neighbours
   double p2p_latency_s = 0;
   // Data-parallel collectives (docs/ALGORITHMS.md, "Data parallelism").
-  int gpus_per_node = 1;                      // devices that share the intra-node link (NVLink)
+  int gpus_per_node = 1;                        // devices that share the intra-node link (NVLink)
   double intra_node_bandwidth_bytes_per_s = 0;  // one direction, per device, inside a node; 0 = p2p bandwidth
   double inter_node_bandwidth_bytes_per_s = 0;  // one direction, per device, across nodes; 0 = p2p bandwidth
-  std::string source;             // where the numbers come from
+  std::string source;                           // where the numbers come from
 
   // Seconds for `flops` at peak_flops * efficiency.
   double ComputeSeconds(double flops) const { return flops / (peak_flops * efficiency); }
@@ -69,14 +68,14 @@ struct DeviceSpec {
   // True if each data-parallel group of `dp_size` adjacent ranks (the
   // contract's rank order g = pp_rank * dp_size + dp_rank) lies inside one
   // node: dp_size <= gpus_per_node and gpus_per_node % dp_size == 0.
-  bool DataParallelGroupInNode(int dp_size) const {
-    return dp_size <= gpus_per_node && gpus_per_node % dp_size == 0;
-  }
+  bool DataParallelGroupInNode(int dp_size) const { return dp_size <= gpus_per_node && gpus_per_node % dp_size == 0; }
   // The link a data-parallel group's ring runs on: latency p2p_latency_s,
   // bandwidth intra-node if DataParallelGroupInNode, else inter-node.
   CommModel DataParallelLink(int dp_size) const {
-    const double intra = intra_node_bandwidth_bytes_per_s > 0 ? intra_node_bandwidth_bytes_per_s : p2p_bandwidth_bytes_per_s;
-    const double inter = inter_node_bandwidth_bytes_per_s > 0 ? inter_node_bandwidth_bytes_per_s : p2p_bandwidth_bytes_per_s;
+    const double intra =
+        intra_node_bandwidth_bytes_per_s > 0 ? intra_node_bandwidth_bytes_per_s : p2p_bandwidth_bytes_per_s;
+    const double inter =
+        inter_node_bandwidth_bytes_per_s > 0 ? inter_node_bandwidth_bytes_per_s : p2p_bandwidth_bytes_per_s;
     return CommModel{p2p_latency_s, DataParallelGroupInNode(dp_size) ? intra : inter};
   }
 };

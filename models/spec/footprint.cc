@@ -6,9 +6,12 @@ namespace pw {
 
 const char* RecomputeName(Recompute r) {
   switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
   }
   return "?";
 }
@@ -22,9 +25,12 @@ StatusOr<Recompute> ParseRecompute(const std::string& text) {
 
 const char* PrecisionName(Precision p) {
   switch (p) {
-    case Precision::kMixedBf16: return "bf16";
-    case Precision::kFp32: return "fp32";
-    case Precision::kFp64: return "fp64";
+    case Precision::kMixedBf16:
+      return "bf16";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kFp64:
+      return "fp64";
   }
   return "?";
 }
@@ -38,27 +44,36 @@ StatusOr<Precision> ParsePrecision(const std::string& text) {
 
 int64_t StaticBytesPerParam(Precision p) {
   switch (p) {
-    case Precision::kMixedBf16: return 18;
-    case Precision::kFp32: return 16;
-    case Precision::kFp64: return 32;
+    case Precision::kMixedBf16:
+      return 18;
+    case Precision::kFp32:
+      return 16;
+    case Precision::kFp64:
+      return 32;
   }
   return 16;
 }
 
 int64_t ActivationElementBytes(Precision p) {
   switch (p) {
-    case Precision::kMixedBf16: return 2;
-    case Precision::kFp32: return 4;
-    case Precision::kFp64: return 8;
+    case Precision::kMixedBf16:
+      return 2;
+    case Precision::kFp32:
+      return 4;
+    case Precision::kFp64:
+      return 8;
   }
   return 4;
 }
 
 const char* LayerKindName(LayerKind k) {
   switch (k) {
-    case LayerKind::kEmbedding: return "embedding";
-    case LayerKind::kBlock: return "block";
-    case LayerKind::kHead: return "head";
+    case LayerKind::kEmbedding:
+      return "embedding";
+    case LayerKind::kBlock:
+      return "block";
+    case LayerKind::kHead:
+      return "head";
   }
   return "?";
 }
@@ -68,7 +83,7 @@ namespace {
 // Parameters of the weight matrices of one decoder block (P_mm).
 int64_t BlockMatmulParams(const ModelConfig& m) {
   const int64_t h = m.hidden, q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim, f = m.ffn;
-  const int64_t attn = h * (q + 2 * kv) + q * h;  // QKV + output projection
+  const int64_t attn = h * (q + 2 * kv) + q * h;      // QKV + output projection
   const int64_t mlp = (m.gated_mlp ? 3 : 2) * h * f;  // gate, up, down | fc1, fc2
   return attn + mlp;
 }
@@ -78,8 +93,10 @@ int64_t NormParams(const ModelConfig& m) { return m.layer_norm ? 2 * m.hidden : 
 int64_t BlockParams(const ModelConfig& m) {
   const int64_t h = m.hidden, q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim, f = m.ffn;
   int64_t p = BlockMatmulParams(m) + 2 * NormParams(m);
-  if (m.attention_bias) p += (q + 2 * kv) + h;          // QKV bias, projection bias
-  else if (m.qkv_bias) p += q + 2 * kv;                 // QKV bias only (qwen2)
+  if (m.attention_bias)
+    p += (q + 2 * kv) + h;  // QKV bias, projection bias
+  else if (m.qkv_bias)
+    p += q + 2 * kv;                                     // QKV bias only (qwen2)
   if (m.mlp_bias) p += m.gated_mlp ? 2 * f + h : f + h;  // gate+up, down | fc1, fc2
   return p + BlockTerms(m).params;                       // the family's own (model_family.h)
 }
@@ -91,12 +108,12 @@ std::vector<LayerSpec> BuildLayerList(const ModelConfig& m) {
   const std::vector<std::string> names = LayerNames(m);
   layers.reserve(names.size());
   const int64_t table = m.vocab * m.hidden;
-  LayerSpec emb{names.front(), LayerKind::kEmbedding, table + (m.learned_positions ? m.max_positions * m.hidden : 0), 0};
+  LayerSpec emb{names.front(), LayerKind::kEmbedding, table + (m.learned_positions ? m.max_positions * m.hidden : 0),
+                0};
   emb.held_params = emb.params;
   layers.push_back(emb);
   const int64_t block = BlockParams(m);
-  for (int i = 0; i < m.num_layers; ++i)
-    layers.push_back(LayerSpec{names[i + 1], LayerKind::kBlock, block, block});
+  for (int i = 0; i < m.num_layers; ++i) layers.push_back(LayerSpec{names[i + 1], LayerKind::kBlock, block, block});
   LayerSpec head{names.back(), LayerKind::kHead, NormParams(m) + (m.tied ? 0 : table), NormParams(m) + table};
   layers.push_back(head);
   return layers;
@@ -110,9 +127,12 @@ int64_t TotalParameters(const ModelConfig& model) {
 
 const char* CollectiveKindName(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::kAllReduce: return "all-reduce";
-    case CollectiveKind::kReduceScatter: return "reduce-scatter";
-    case CollectiveKind::kAllGather: return "all-gather";
+    case CollectiveKind::kAllReduce:
+      return "all-reduce";
+    case CollectiveKind::kReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::kAllGather:
+      return "all-gather";
   }
   return "?";
 }
@@ -136,8 +156,9 @@ Status CheckTensorParallel(const ModelConfig& m, int t, bool sp, int64_t seq_len
     return Status::InvalidArgument(flag + " does not divide the MLP width " + std::to_string(m.ffn) +
                                    " (each TP rank holds f / t columns)");
   if (sp && t == 1)
-    return Status::InvalidArgument("--sequence-parallel needs --tensor-model-parallel-size > 1 (it shards the "
-                                   "sequence over the tensor-parallel ranks)");
+    return Status::InvalidArgument(
+        "--sequence-parallel needs --tensor-model-parallel-size > 1 (it shards the "
+        "sequence over the tensor-parallel ranks)");
   if (sp && seq_length % t != 0)
     return Status::InvalidArgument("--sequence-parallel with " + flag + ": the sequence length " +
                                    std::to_string(seq_length) + " is not a multiple of " + std::to_string(t));
@@ -155,8 +176,10 @@ int64_t HeldParamsPerTensorRank(const ModelConfig& m, const LayerSpec& layer, in
       return NormParams(m) + table;
     case LayerKind::kBlock: {
       int64_t p = BlockMatmulParams(m) / t + 2 * NormParams(m);
-      if (m.attention_bias) p += (q + 2 * kv) / t + h;
-      else if (m.qkv_bias) p += (q + 2 * kv) / t;
+      if (m.attention_bias)
+        p += (q + 2 * kv) / t + h;
+      else if (m.qkv_bias)
+        p += (q + 2 * kv) / t;
       if (m.mlp_bias) p += m.gated_mlp ? 2 * f / t + h : f / t + h;
       // The family's own (Qwen3's q/k norm weights act on each head's d
       // channels: every tensor rank holds them whole, as transformers' tensor
@@ -194,7 +217,7 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
       fp.memory_traffic_f = (m.learned_positions ? 3.0 : 2.0) * row_bytes;
       fp.memory_traffic_w = 3.0 * row_bytes;
       fp.activation_bytes = 8 * sb + (m.dropout ? outside(sbh) : 0);  // int64 ids (+ dropout mask)
-      fp.wstash_bytes = 8 * sb + sbh * e;                              // ids + gradient of the output
+      fp.wstash_bytes = 8 * sb + sbh * e;                             // ids + gradient of the output
       fp.output_bytes = outside(sbh * e);
       fp.input_grad_bytes = 0;
       if (t > 1) {
@@ -211,18 +234,19 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
       fp.flops_w = 2.0 * bs * mm / static_cast<double>(t);
       // Activation bytes kept for the backward, Korthikanti et al. 2022 §4.1
       // (t = 1) and §4.2 (the split under tensor / sequence parallelism).
-      int64_t kept = outside(2 * sbh * e)              // two norm inputs
-                     + outside(sbh * e)                 // QKV GEMM input
-                     + inside(sb * (q + 2 * kv) * e)    // Q, K, V
-                     + inside(sb * q * e)               // output projection input
-                     + (m.dropout ? outside(sbh) : 0)   // attention-output dropout mask
+      int64_t kept = outside(2 * sbh * e)                              // two norm inputs
+                     + outside(sbh * e)                                // QKV GEMM input
+                     + inside(sb * (q + 2 * kv) * e)                   // Q, K, V
+                     + inside(sb * q * e)                              // output projection input
+                     + (m.dropout ? outside(sbh) : 0)                  // attention-output dropout mask
                      + inside(sb * BlockTerms(m).kept_per_token * e);  // the family's own, per head (model_family.h)
       kept += m.gated_mlp ? outside(sbh * e) + inside(4 * sb * f * e)  // input, gate, SiLU, up, down input
                           : outside(sbh * e) + inside(2 * sb * f * e) + (m.dropout ? outside(sbh) : 0);
       const int64_t scores = inside(a * s * sb * e + (m.dropout ? a * s * sb + a * s * sb * e : 0));
       const int64_t input = outside(sbh * e);
-      const std::vector<Collective> forward_comm =
-          t == 1 ? std::vector<Collective>{} : sp ? std::vector<Collective>{ag, rs, ag, rs} : std::vector<Collective>{ar, ar};
+      const std::vector<Collective> forward_comm = t == 1 ? std::vector<Collective>{}
+                                                   : sp   ? std::vector<Collective>{ag, rs, ag, rs}
+                                                          : std::vector<Collective>{ar, ar};
       fp.tp_comm_f = forward_comm;
       fp.tp_comm_i = forward_comm;  // the backward of each f / g operator (Shoeybi et al. 2019 Fig. 3)
       switch (shape.recompute) {
@@ -245,7 +269,8 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
       // Qi et al. 2024 Table 1: M_W = 32 sbh for GPT): inside terms / t,
       // the norm-side inputs and output gradients outside.
       const int64_t gemm_inputs = outside(sb * 2 * h * e) + inside(sb * (q + f) * e);
-      const int64_t output_grads = inside(sb * ((q + 2 * kv) + (m.gated_mlp ? 2 * f : f)) * e) + outside(sb * 2 * h * e);
+      const int64_t output_grads =
+          inside(sb * ((q + 2 * kv) + (m.gated_mlp ? 2 * f : f)) * e) + outside(sb * 2 * h * e);
       fp.wstash_bytes = gemm_inputs + output_grads;
       fp.output_bytes = input;
       fp.input_grad_bytes = input;
@@ -259,7 +284,7 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
       // Norm + LM-head inputs, fp32 logits (the rank's vocabulary slice) for the loss.
       fp.activation_bytes = outside(2 * sbh * e) + inside(4 * sb * V);
       fp.wstash_bytes = outside(sbh * e) + inside(sb * V * e);  // LM-head input + gradient of the logits
-      fp.output_bytes = 4;                                        // the fp32 loss
+      fp.output_bytes = 4;                                      // the fp32 loss
       fp.input_grad_bytes = outside(sbh * e);
       if (t > 1) {
         if (sp) fp.tp_comm_f.push_back(ag);  // the head's input, gathered to the whole sequence

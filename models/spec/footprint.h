@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "models/spec/model_config.h"
 #include "base/status.h"
+#include "models/spec/model_config.h"
 
 namespace pw {
 
@@ -93,13 +93,12 @@ int64_t PaddedVocab(int64_t vocab, int tp_size);
 // is asked with t = 1 or s is not a multiple of t (the sequence shards).
 Status CheckTensorParallel(const ModelConfig& model, int tp_size, bool sequence_parallel, int64_t seq_length);
 
-
 enum class LayerKind { kEmbedding, kBlock, kHead };
 // "embedding", "block", "head".
 const char* LayerKindName(LayerKind k);
 
 struct LayerSpec {
-  std::string name;      // "embedding", "block.7", "head"
+  std::string name;  // "embedding", "block.7", "head"
   LayerKind kind = LayerKind::kBlock;
   // Parameters this layer owns; the sum over the list is the model's
   // published parameter count (tied LM head counted once, in the embedding).
@@ -114,10 +113,9 @@ struct LayerSpec {
 // Parameter counts (docs/ALGORITHMS.md §2): GPT-2 block 12h^2 + 13h (QKV 3h^2+3h,
 // proj h^2+h, fc1 4h^2+4h, fc2 4h^2+h, two LayerNorms 4h) in its general form
 // with f and GQA; Llama block h(h + 2kd) + (ad)h + 3hf + 2h, plus biases when
-// attention_bias (q + 2k d + h) / qkv_bias (q + 2k d, qwen2) / mlp_bias. Embedding V h (+ s_max h positions). Head: final
-// norm (2h LayerNorm / h RMSNorm) + V h when untied. A block adds its
-// family's own parameters (model_family.h FamilyBlockTerms: Qwen3's q/k
-// norms, 2d).
+// attention_bias (q + 2k d + h) / qkv_bias (q + 2k d, qwen2) / mlp_bias. Embedding V h (+ s_max h positions). Head:
+// final norm (2h LayerNorm / h RMSNorm) + V h when untied. A block adds its family's own parameters (model_family.h
+// FamilyBlockTerms: Qwen3's q/k norms, 2d).
 std::vector<LayerSpec> BuildLayerList(const ModelConfig& model);
 
 // Sum of LayerSpec::params: the published total (GPT-2 small 124,439,808;

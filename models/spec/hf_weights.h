@@ -12,10 +12,9 @@
 // GPT-2's Conv1D stores a weight as (in, out); ours is (out, in): transposed.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "models/spec/model_config.h"

@@ -44,7 +44,8 @@ StatusOr<LayerCostTable> ParseLayerCosts(const json& j, const std::string& sourc
                                    "\"pipewright-profile\" and a \"layers\" list)");
   LayerCostTable t;
   const json& layers = j["layers"];
-  if (!layers.is_array() || layers.empty()) return Status::InvalidArgument(source + ": layers must be a non-empty list");
+  if (!layers.is_array() || layers.empty())
+    return Status::InvalidArgument(source + ": layers must be a non-empty list");
   for (size_t k = 0; k < layers.size(); ++k) {
     const json& l = layers[k];
     const std::string path = source + ": layers[" + std::to_string(k) + "]";
@@ -104,9 +105,15 @@ json LayerCostsToJson(const LayerCostTable& t) {
   if (!t.model.is_null()) j["model"] = t.model;
   json layers = json::array();
   for (const LayerCost& c : t.layers) {
-    layers.push_back({{"name", c.name}, {"kind", c.kind}, {"F", c.f}, {"I", c.i}, {"W", c.w},
-                      {"activation_bytes", c.activation_bytes}, {"wstash_bytes", c.wstash_bytes},
-                      {"static_bytes", c.static_bytes}, {"output_bytes", c.output_bytes},
+    layers.push_back({{"name", c.name},
+                      {"kind", c.kind},
+                      {"F", c.f},
+                      {"I", c.i},
+                      {"W", c.w},
+                      {"activation_bytes", c.activation_bytes},
+                      {"wstash_bytes", c.wstash_bytes},
+                      {"static_bytes", c.static_bytes},
+                      {"output_bytes", c.output_bytes},
                       {"transient_bytes", c.transient_bytes}});
     if (c.b >= 0) layers.back()["B"] = c.b;
   }

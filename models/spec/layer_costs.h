@@ -15,11 +15,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/costs.h"
 #include "base/status.h"
@@ -31,13 +30,13 @@ struct LayerCost {
   // "embedding", "block", "head", or "layer" (a cost-file layer of no known
   // kind). --first/--last-stage-num-layers count "block" and "layer" entries.
   std::string kind = "layer";
-  double f = 0, i = 0, w = 0;      // seconds per microbatch
-  int64_t activation_bytes = 0;    // docs/PLAN_FORMAT.md memory rule 7
+  double f = 0, i = 0, w = 0;    // seconds per microbatch
+  int64_t activation_bytes = 0;  // docs/PLAN_FORMAT.md memory rule 7
   int64_t wstash_bytes = 0;
   int64_t static_bytes = 0;
-  int64_t output_bytes = 0;        // forward message to the next layer
-  int64_t transient_bytes = 0;     // live only while this layer's backward recomputes
-  double b = -1;                   // full backward, seconds (optional "B"); < 0 = not given: B = I + W
+  int64_t output_bytes = 0;     // forward message to the next layer
+  int64_t transient_bytes = 0;  // live only while this layer's backward recomputes
+  double b = -1;                // full backward, seconds (optional "B"); < 0 = not given: B = I + W
 };
 
 struct LayerCostTable {
@@ -46,7 +45,7 @@ struct LayerCostTable {
   std::string recompute = "none";  // the recompute setting the costs include
   int64_t micro_batch_size = 0;    // 0 = not recorded
   int64_t seq_length = 0;
-  nlohmann::json model;            // HF config object, or null
+  nlohmann::json model;  // HF config object, or null
 };
 
 // Parses a layer-cost or profile document. InvalidArgument names the field

@@ -39,8 +39,7 @@ std::string KeyList(std::initializer_list<const char*> keys) {
 }
 
 // A positive integer under one of `keys`; InvalidArgument names the field.
-Status PositiveInt(const json& c, const std::string& source, std::initializer_list<const char*> keys,
-                   int64_t* out) {
+Status PositiveInt(const json& c, const std::string& source, std::initializer_list<const char*> keys, int64_t* out) {
   std::string key;
   const json* v = FindKey(c, keys, &key);
   if (!v) return Status::InvalidArgument(source + ": field " + KeyList(keys) + " is missing");
@@ -110,9 +109,12 @@ std::vector<std::string> LayerNames(const ModelConfig& m) {
 
 const char* RopeScalingTypeName(RopeScaling::Type type) {
   switch (type) {
-    case RopeScaling::Type::kDefault: return "default";
-    case RopeScaling::Type::kLinear: return "linear";
-    case RopeScaling::Type::kLlama3: return "llama3";
+    case RopeScaling::Type::kDefault:
+      return "default";
+    case RopeScaling::Type::kLinear:
+      return "linear";
+    case RopeScaling::Type::kLlama3:
+      return "llama3";
   }
   return "?";
 }
@@ -132,10 +134,11 @@ Status ReadRopeScaling(const json& c, const std::string& source, ModelConfig* m)
   if (key == "rope_parameters") {
     // 5.x may hold one set per attention type ({"full_attention": {...}}).
     if (!r->contains("rope_type") && !r->contains("type") && r->contains("full_attention"))
-      return Status::InvalidArgument(source + ": field 'rope_parameters' holds per-attention-type parameters; "
+      return Status::InvalidArgument(source +
+                                     ": field 'rope_parameters' holds per-attention-type parameters; "
                                      "only a single set ({\"rope_type\": ...}) is understood");
-    PW_RETURN_IF_ERROR(PositiveNumber(*r, source + ": field 'rope_parameters'", {"rope_theta"}, m->rope_theta,
-                                      &m->rope_theta));
+    PW_RETURN_IF_ERROR(
+        PositiveNumber(*r, source + ": field 'rope_parameters'", {"rope_theta"}, m->rope_theta, &m->rope_theta));
   }
   std::string type_key;
   const json* t = FindKey(*r, {"rope_type", "type"}, &type_key);
@@ -171,8 +174,8 @@ Status ReadRopeScaling(const json& c, const std::string& source, ModelConfig* m)
         return Status::InvalidArgument(source + ": field '" + key + "." + f + "' is missing (rope type llama3)");
     PW_RETURN_IF_ERROR(PositiveNumber(*r, where, {"low_freq_factor"}, 1.0, &s.low_freq_factor));
     PW_RETURN_IF_ERROR(PositiveNumber(*r, where, {"high_freq_factor"}, 4.0, &s.high_freq_factor));
-    PW_RETURN_IF_ERROR(PositiveInt(*r, where, {"original_max_position_embeddings"},
-                                   &s.original_max_position_embeddings));
+    PW_RETURN_IF_ERROR(
+        PositiveInt(*r, where, {"original_max_position_embeddings"}, &s.original_max_position_embeddings));
     if (!(s.high_freq_factor > s.low_freq_factor))
       return Status::InvalidArgument(source + ": field '" + key + ".high_freq_factor' (" +
                                      std::to_string(s.high_freq_factor) + ") must exceed '" + key +
@@ -230,7 +233,7 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
                                      ": mixture-of-experts models are not supported (dense decoders only)");
   }
   m.name = c.contains("_name_or_path") && c["_name_or_path"].is_string() ? c["_name_or_path"].get<std::string>()
-                                                                          : ModelFamilyName(m.family);
+                                                                         : ModelFamilyName(m.family);
   int64_t L = 0, a = 0, kv = 0;
   PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_layer", "num_hidden_layers"}, &L));
   PW_RETURN_IF_ERROR(PositiveInt(c, source, {"n_embd", "hidden_size"}, &m.hidden));
@@ -284,8 +287,8 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
     m.layer_norm = true;
     m.attention_bias = m.mlp_bias = true;
     m.learned_positions = true;
-    m.dropout = NumberOr(c, "attn_pdrop", 0.1) > 0 || NumberOr(c, "resid_pdrop", 0.1) > 0 ||
-                NumberOr(c, "embd_pdrop", 0.1) > 0;
+    m.dropout =
+        NumberOr(c, "attn_pdrop", 0.1) > 0 || NumberOr(c, "resid_pdrop", 0.1) > 0 || NumberOr(c, "embd_pdrop", 0.1) > 0;
     PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"layer_norm_epsilon", "rms_norm_eps"}, 1e-5, &m.norm_eps));
   } else {
     PW_RETURN_IF_ERROR(PositiveInt(c, source, {"intermediate_size"}, &m.ffn));
@@ -379,8 +382,9 @@ StatusOr<std::string> ResolveShippedFile(const std::string& name_or_path, const 
   if (fs::is_regular_file(shipped, ec)) return shipped.string();
   std::string known;
   for (const auto& n : ShippedNames(subdir)) known += (known.empty() ? "" : ", ") + n;
-  return Status::NotFound(flag + " '" + name_or_path + "': no such file, and no shipped " + subdir + " entry of that name (shipped in " +
-                          (fs::path(ModelsDir()) / subdir).string() + ": " + (known.empty() ? "none" : known) + ")");
+  return Status::NotFound(flag + " '" + name_or_path + "': no such file, and no shipped " + subdir +
+                          " entry of that name (shipped in " + (fs::path(ModelsDir()) / subdir).string() + ": " +
+                          (known.empty() ? "none" : known) + ")");
 }
 
 StatusOr<ModelConfig> LoadModelConfig(const std::string& name_or_path) {

@@ -25,20 +25,18 @@
 //    qwen3 apply it only with `use_sliding_window` true, and only to the
 //    layers `layer_types` marks "sliding_attention" (by default those from
 //    `max_window_layers`, default 28, on; transformers Qwen2Config /
-//    Qwen3Config). qwen3's `head_dim` defaults to 128 (Qwen3Config). `qwen2` has biases on Q, K and V but not on the output
-//    projection (qkv_bias). `qwen3` adds an RMSNorm over each head of Q and
-//    K (its family's layers, models/torch/qwen3.cc).
-//    Mixture-of-experts configs (`num_local_experts`, `num_experts`) are
-//    refused naming the field.
+//    Qwen3Config). qwen3's `head_dim` defaults to 128 (Qwen3Config). `qwen2` has biases on Q, K and V but not on the
+//    output projection (qkv_bias). `qwen3` adds an RMSNorm over each head of Q and K (its family's layers,
+//    models/torch/qwen3.cc). Mixture-of-experts configs (`num_local_experts`, `num_experts`) are refused naming the
+//    field.
 // The generic names (`hidden_size`, `num_hidden_layers`, ...) are accepted for
 // GPT-2 too, as transformers' `attribute_map` does.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "models/spec/model_family.h"
@@ -63,9 +61,9 @@ namespace pw {
 struct RopeScaling {
   enum class Type { kDefault, kLinear, kLlama3 };
   Type type = Type::kDefault;
-  double factor = 1.0;                           // linear, llama3 (> 0)
-  double low_freq_factor = 1.0;                  // llama3 (> 0)
-  double high_freq_factor = 4.0;                 // llama3 (> low_freq_factor)
+  double factor = 1.0;                              // linear, llama3 (> 0)
+  double low_freq_factor = 1.0;                     // llama3 (> 0)
+  double high_freq_factor = 4.0;                    // llama3 (> low_freq_factor)
   int64_t original_max_position_embeddings = 8192;  // llama3 (> 0)
   bool operator==(const RopeScaling& o) const {
     return type == o.type && factor == o.factor && low_freq_factor == o.low_freq_factor &&
@@ -77,27 +75,27 @@ struct RopeScaling {
 const char* RopeScalingTypeName(RopeScaling::Type type);
 
 struct ModelConfig {
-  std::string name;            // `_name_or_path`, else the file stem, else model_type
+  std::string name;  // `_name_or_path`, else the file stem, else model_type
   ModelFamily family = ModelFamily::kGpt2;
-  int num_layers = 0;          // L: decoder blocks
-  int64_t hidden = 0;          // h
-  int num_heads = 0;           // a
-  int num_kv_heads = 0;        // a_kv (GQA); == a for MHA
-  int64_t head_dim = 0;        // d_head
-  int64_t ffn = 0;             // f: MLP inner width
-  int64_t vocab = 0;           // V
-  int64_t max_positions = 0;   // s_max
-  bool tied = false;           // LM head shares the token embedding matrix
-  bool gated_mlp = false;      // SwiGLU: gate, up, down (3 h*f matrices)
-  bool layer_norm = true;      // LayerNorm with bias (2h params); false = RMSNorm (h params)
-  bool attention_bias = false; // biases on Q, K, V and the output projection
-  bool qkv_bias = false;       // biases on Q, K and V only (qwen2); false when attention_bias
-  bool mlp_bias = false;       // biases on the MLP matrices
+  int num_layers = 0;              // L: decoder blocks
+  int64_t hidden = 0;              // h
+  int num_heads = 0;               // a
+  int num_kv_heads = 0;            // a_kv (GQA); == a for MHA
+  int64_t head_dim = 0;            // d_head
+  int64_t ffn = 0;                 // f: MLP inner width
+  int64_t vocab = 0;               // V
+  int64_t max_positions = 0;       // s_max
+  bool tied = false;               // LM head shares the token embedding matrix
+  bool gated_mlp = false;          // SwiGLU: gate, up, down (3 h*f matrices)
+  bool layer_norm = true;          // LayerNorm with bias (2h params); false = RMSNorm (h params)
+  bool attention_bias = false;     // biases on Q, K, V and the output projection
+  bool qkv_bias = false;           // biases on Q, K and V only (qwen2); false when attention_bias
+  bool mlp_bias = false;           // biases on the MLP matrices
   bool learned_positions = false;  // a position embedding table of s_max x h (GPT-2)
-  bool dropout = false;        // dropout layers present (their 1-byte masks are stored)
-  double norm_eps = 1e-5;      // LayerNorm / RMSNorm epsilon (`layer_norm_epsilon` / `rms_norm_eps`)
-  double rope_theta = 10000.0; // RoPE base (`rope_theta`; Llama only)
-  RopeScaling rope_scaling;    // RoPE frequency scaling (Llama only)
+  bool dropout = false;            // dropout layers present (their 1-byte masks are stored)
+  double norm_eps = 1e-5;          // LayerNorm / RMSNorm epsilon (`layer_norm_epsilon` / `rms_norm_eps`)
+  double rope_theta = 10000.0;     // RoPE base (`rope_theta`; Llama only)
+  RopeScaling rope_scaling;        // RoPE frequency scaling (Llama only)
   // The config object as read (in memory only: plans hold the normalised
   // fields above, plan/plan.h; profiles read widths from it).
   nlohmann::json raw;

@@ -64,8 +64,14 @@ FamilyBlockTerms Qwen3BlockTerms(const ModelConfig& m) {
 const std::vector<ModelFamilyInfo>& ModelFamilies() {
   // One row per family, in enum order.
   static const std::vector<ModelFamilyInfo> families = {
-      {ModelFamily::kGpt2, "gpt2", DecoderStyle::kGpt2, {{"gpt2", "GPT2LMHeadModel"}}, Gpt2Names(), "transformer.",
-       "embedding.wte", nullptr},
+      {ModelFamily::kGpt2,
+       "gpt2",
+       DecoderStyle::kGpt2,
+       {{"gpt2", "GPT2LMHeadModel"}},
+       Gpt2Names(),
+       "transformer.",
+       "embedding.wte",
+       nullptr},
       {ModelFamily::kLlama,
        "llama",
        DecoderStyle::kLlama,
@@ -128,8 +134,8 @@ Status CheckFamilyShape(const ModelConfig& m, const std::string& source) {
   };
   const bool gpt2 = f.style == DecoderStyle::kGpt2;
   if (m.layer_norm != gpt2)
-    return refuse("norm", std::string("is '") + (m.layer_norm ? "layernorm" : "rmsnorm") + "': the family's blocks use " +
-                              (gpt2 ? "LayerNorm" : "RMSNorm"));
+    return refuse("norm", std::string("is '") + (m.layer_norm ? "layernorm" : "rmsnorm") +
+                              "': the family's blocks use " + (gpt2 ? "LayerNorm" : "RMSNorm"));
   if (m.gated_mlp == gpt2)
     return refuse("mlp", std::string("is '") + (m.gated_mlp ? "swiglu" : "gelu") + "': the family's blocks use " +
                              (gpt2 ? "a GELU MLP" : "a SwiGLU MLP"));

@@ -89,20 +89,27 @@ Status WriteAll(const std::string& path, std::FILE* f, const void* data, size_t 
 
 const char* DtypeName(Dtype dtype) {
   switch (dtype) {
-    case Dtype::kF32: return "F32";
-    case Dtype::kF64: return "F64";
-    case Dtype::kF16: return "F16";
-    case Dtype::kBF16: return "BF16";
+    case Dtype::kF32:
+      return "F32";
+    case Dtype::kF64:
+      return "F64";
+    case Dtype::kF16:
+      return "F16";
+    case Dtype::kBF16:
+      return "BF16";
   }
   return "?";
 }
 
 int DtypeBytes(Dtype dtype) {
   switch (dtype) {
-    case Dtype::kF32: return 4;
-    case Dtype::kF64: return 8;
+    case Dtype::kF32:
+      return 4;
+    case Dtype::kF64:
+      return 8;
     case Dtype::kF16:
-    case Dtype::kBF16: return 2;
+    case Dtype::kBF16:
+      return 2;
   }
   return 0;
 }
@@ -150,8 +157,7 @@ StatusOr<std::unique_ptr<File>> File::Open(const std::string& path) {
   if (::fstat(f->fd_, &st) != 0) return Status::NotFound("cannot stat " + path + ": " + std::strerror(errno));
   f->size_ = static_cast<uint64_t>(st.st_size);
   const auto bad = [&path](const std::string& m) { return Status::InvalidArgument(path + ": " + m); };
-  if (f->size_ < 8)
-    return bad("file is " + std::to_string(f->size_) + " bytes, shorter than the 8-byte header length");
+  if (f->size_ < 8) return bad("file is " + std::to_string(f->size_) + " bytes, shorter than the 8-byte header length");
   f->map_ = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, f->fd_, 0);
   if (f->map_ == MAP_FAILED) {
     f->map_ = nullptr;
@@ -161,12 +167,10 @@ StatusOr<std::unique_ptr<File>> File::Open(const std::string& path) {
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
   if (n > f->size_ - 8)
-    return bad("header length " + std::to_string(n) + " is beyond the file (" + std::to_string(f->size_) +
-               " bytes)");
+    return bad("header length " + std::to_string(n) + " is beyond the file (" + std::to_string(f->size_) + " bytes)");
   f->data_start_ = 8 + n;
   const uint64_t data_size = f->size_ - f->data_start_;
-  StatusOr<nlohmann::json> parsed =
-      ParseJsonText(std::string(reinterpret_cast<const char*>(bytes + 8), n), "header");
+  StatusOr<nlohmann::json> parsed = ParseJsonText(std::string(reinterpret_cast<const char*>(bytes + 8), n), "header");
   if (!parsed.ok()) return bad("header is not JSON: " + parsed.status().message());
   const nlohmann::json header = std::move(*parsed);
   if (!header.is_object()) return bad("header is not a JSON object");
@@ -228,8 +232,8 @@ StatusOr<std::unique_ptr<File>> File::Open(const std::string& path) {
     if (t->begin == t->end) continue;  // empty tensors occupy no bytes
     if (prev != nullptr && t->begin < prev->end)
       return bad("tensors '" + prev->name + "' and '" + t->name + "' overlap (data_offsets [" +
-                 std::to_string(prev->begin) + ", " + std::to_string(prev->end) + "] and [" +
-                 std::to_string(t->begin) + ", " + std::to_string(t->end) + "])");
+                 std::to_string(prev->begin) + ", " + std::to_string(prev->end) + "] and [" + std::to_string(t->begin) +
+                 ", " + std::to_string(t->end) + "])");
     covered += t->end - t->begin;
     prev = t;
   }
@@ -281,8 +285,7 @@ StatusOr<Checkpoint> Checkpoint::Open(const std::string& dir) {
       return Status::InvalidArgument(index + ": missing field 'weight_map' (an object of tensor -> shard file)");
     std::map<std::string, const File*> opened;
     for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-      if (!it->is_string())
-        return Status::InvalidArgument(index + ": weight_map['" + it.key() + "'] is not a string");
+      if (!it->is_string()) return Status::InvalidArgument(index + ": weight_map['" + it.key() + "'] is not a string");
       const std::string shard = it->get<std::string>();
       if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
         return Status::InvalidArgument(index + ": weight_map['" + it.key() + "'] = '" + shard +
@@ -348,15 +351,15 @@ Status WriteFile(const std::string& path, const std::vector<const TensorData*>& 
     if (static_cast<uint64_t>(numel) * DtypeBytes(t->dtype) != t->bytes.size())
       return Status::InvalidArgument(path + ": tensor '" + t->name + "': shape " + ShapeText(t->shape) + " x " +
                                      DtypeName(t->dtype) + " is not " + std::to_string(t->bytes.size()) + " bytes");
-    header[t->name] = {{"dtype", DtypeName(t->dtype)},
-                       {"shape", t->shape},
-                       {"data_offsets", {offset, offset + t->bytes.size()}}};
+    header[t->name] = {
+        {"dtype", DtypeName(t->dtype)}, {"shape", t->shape}, {"data_offsets", {offset, offset + t->bytes.size()}}};
     offset += t->bytes.size();
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   unsigned char len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((static_cast<uint64_t>(text.size()) >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<unsigned char>((static_cast<uint64_t>(text.size()) >> (8 * i)) & 0xff);
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return Status::Internal("cannot create " + tmp + ": " + std::strerror(errno));

@@ -18,10 +18,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -43,9 +42,9 @@ float BFloat16ToFloat(uint16_t bits);
 struct TensorInfo {
   std::string name;
   Dtype dtype = Dtype::kF32;
-  std::vector<int64_t> shape;  // may be empty (a scalar: one element)
-  uint64_t begin = 0, end = 0; // byte offsets into the data section, [begin, end)
-  int64_t numel() const;       // product of shape (1 for a scalar)
+  std::vector<int64_t> shape;   // may be empty (a scalar: one element)
+  uint64_t begin = 0, end = 0;  // byte offsets into the data section, [begin, end)
+  int64_t numel() const;        // product of shape (1 for a scalar)
 };
 
 // One memory-mapped .safetensors file. Open reads and checks the header
@@ -145,8 +144,8 @@ Status WriteFile(const std::string& path, const std::vector<const TensorData*>& 
 // plus model.safetensors.index.json. Each file is written atomically.
 // Returns the number of files holding tensors. Errors: those of WriteFile;
 // InvalidArgument for max_shard_bytes < 1.
-StatusOr<int> WriteCheckpoint(const std::string& dir, const std::vector<TensorData>& tensors,
-                              int64_t max_shard_bytes, const std::map<std::string, std::string>& metadata);
+StatusOr<int> WriteCheckpoint(const std::string& dir, const std::vector<TensorData>& tensors, int64_t max_shard_bytes,
+                              const std::map<std::string, std::string>& metadata);
 
 // Default shard limit of WriteCheckpoint: 2 GiB.
 inline constexpr int64_t kDefaultMaxShardBytes = int64_t{2} << 30;

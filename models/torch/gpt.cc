@@ -30,8 +30,8 @@ variable_list SplitLinearBackward(AutogradContext* ctx, const torch::Tensor& dy,
     return {dx, torch::Tensor(), torch::Tensor()};
   }
   const int64_t in = x.size(-1), out = dy.size(-1);
-  torch::Tensor dy2 = dy.reshape({-1, out});                       // (N, out)
-  torch::Tensor dw = dy2.t().mm(x.reshape({-1, in}));              // (out, in)
+  torch::Tensor dy2 = dy.reshape({-1, out});                         // (N, out)
+  torch::Tensor dw = dy2.t().mm(x.reshape({-1, in}));                // (out, in)
   torch::Tensor db = bias.defined() ? dy2.sum(0) : torch::Tensor();  // (out)
   return {dx, dw, db};
 }
@@ -92,9 +92,9 @@ struct EmbeddingFunction : public torch::autograd::Function<EmbeddingFunction> {
       return {torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
     const int64_t C = d.weight.size(1), T = d.input.size(1);
-    torch::Tensor dy = d.grad_output.reshape({-1, C});                                     // (b*T, C)
+    torch::Tensor dy = d.grad_output.reshape({-1, C});                                          // (b*T, C)
     torch::Tensor dwte = torch::zeros_like(d.weight).index_add_(0, d.input.reshape({-1}), dy);  // (V, C)
-    torch::Tensor dwpe = torch::zeros_like(d.bias);                                           // (n_positions, C)
+    torch::Tensor dwpe = torch::zeros_like(d.bias);                                             // (n_positions, C)
     dwpe.narrow(0, 0, T).copy_(d.grad_output.sum(0));
     return {dwte, dwpe, torch::Tensor(), torch::Tensor()};
   }
@@ -122,8 +122,8 @@ struct TokenEmbeddingFunction : public torch::autograd::Function<TokenEmbeddingF
       return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
     const int64_t C = d.weight.size(1);
-    torch::Tensor dwte = torch::zeros_like(d.weight).index_add_(0, d.input.reshape({-1}),
-                                                                d.grad_output.reshape({-1, C}));  // (V, C)
+    torch::Tensor dwte =
+        torch::zeros_like(d.weight).index_add_(0, d.input.reshape({-1}), d.grad_output.reshape({-1, C}));  // (V, C)
     return {dwte, torch::Tensor(), torch::Tensor()};
   }
 };
@@ -178,9 +178,9 @@ class EmbeddingLayer : public GptLayerImpl {
   torch::Tensor forward(const torch::Tensor& tokens) override {
     if (sink_ != nullptr) return EmbeddingFunction::apply(wte, wpe, tokens, sink_);
     const int64_t T = tokens.size(1);
-    torch::Tensor tok = torch::embedding(wte, tokens);            // (b, T, C)
-    torch::Tensor pos = wpe.narrow(0, 0, T).unsqueeze(0);         // (1, T, C)
-    return tok + pos;                                             // (b, T, C)
+    torch::Tensor tok = torch::embedding(wte, tokens);     // (b, T, C)
+    torch::Tensor pos = wpe.narrow(0, 0, T).unsqueeze(0);  // (1, T, C)
+    return tok + pos;                                      // (b, T, C)
   }
   torch::Tensor wte;  // (V, C)
   torch::Tensor wpe;  // (n_positions, C)
@@ -212,21 +212,21 @@ class BlockLayer : public GptLayerImpl {
   // x (b, T, C) -> (b, T, C)
   torch::Tensor forward(const torch::Tensor& x) override {
     const int64_t b = x.size(0), T = x.size(1), C = x.size(2), H = n_head_, D = C / H;
-    torch::Tensor qkv_out = qkv->forward(ln_1->forward(x));          // (b, T, 3C)
-    auto parts = qkv_out.split(C, /*dim=*/2);                        // 3 x (b, T, C)
-    torch::Tensor q = parts[0].view({b, T, H, D}).transpose(1, 2);   // (b, H, T, D)
-    torch::Tensor k = parts[1].view({b, T, H, D}).transpose(1, 2);   // (b, H, T, D)
-    torch::Tensor v = parts[2].view({b, T, H, D}).transpose(1, 2);   // (b, H, T, D)
+    torch::Tensor qkv_out = qkv->forward(ln_1->forward(x));                                         // (b, T, 3C)
+    auto parts = qkv_out.split(C, /*dim=*/2);                                                       // 3 x (b, T, C)
+    torch::Tensor q = parts[0].view({b, T, H, D}).transpose(1, 2);                                  // (b, H, T, D)
+    torch::Tensor k = parts[1].view({b, T, H, D}).transpose(1, 2);                                  // (b, H, T, D)
+    torch::Tensor v = parts[2].view({b, T, H, D}).transpose(1, 2);                                  // (b, H, T, D)
     torch::Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (b, H, T, T)
     torch::Tensor mask =
         torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril();  // (T, T)
     att = att.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
-    att = torch::softmax(att, -1);                                   // (b, H, T, T)
-    torch::Tensor y = att.matmul(v);                                 // (b, H, T, D)
-    y = y.transpose(1, 2).contiguous().view({b, T, C});              // (b, T, C)
-    torch::Tensor h = x + attn_proj->forward(y);                     // (b, T, C)
-    torch::Tensor m = torch::gelu(fc->forward(ln_2->forward(h)));    // (b, T, F)
-    return h + mlp_proj->forward(m);                                 // (b, T, C)
+    att = torch::softmax(att, -1);                                 // (b, H, T, T)
+    torch::Tensor y = att.matmul(v);                               // (b, H, T, D)
+    y = y.transpose(1, 2).contiguous().view({b, T, C});            // (b, T, C)
+    torch::Tensor h = x + attn_proj->forward(y);                   // (b, T, C)
+    torch::Tensor m = torch::gelu(fc->forward(ln_2->forward(h)));  // (b, T, F)
+    return h + mlp_proj->forward(m);                               // (b, T, C)
   }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   SplitLinear qkv{nullptr}, attn_proj{nullptr}, fc{nullptr}, mlp_proj{nullptr};
@@ -277,13 +277,16 @@ void ApplyDeferredGrad(const DeferredGemm& g) {
   torch::NoGradGuard no_grad;
   auto accumulate = [](const torch::Tensor& param, const torch::Tensor& grad) {
     torch::Tensor& pg = param.mutable_grad();
-    if (pg.defined()) pg.add_(grad); else pg = grad;
+    if (pg.defined())
+      pg.add_(grad);
+    else
+      pg = grad;
   };
   if (g.kind == DeferredGemm::Kind::kEmbedding) {
     const int64_t C = g.weight.size(1), T = g.input.size(1);
-    torch::Tensor dy = g.grad_output.reshape({-1, C});                                      // (b*T, C)
+    torch::Tensor dy = g.grad_output.reshape({-1, C});                                           // (b*T, C)
     accumulate(g.weight, torch::zeros_like(g.weight).index_add_(0, g.input.reshape({-1}), dy));  // (V, C)
-    if (g.bias.defined()) {  // learned positions (GPT-2); none for Llama
+    if (g.bias.defined()) {                            // learned positions (GPT-2); none for Llama
       torch::Tensor dwpe = torch::zeros_like(g.bias);  // (n_positions, C)
       dwpe.narrow(0, 0, T).copy_(g.grad_output.sum(0));
       accumulate(g.bias, dwpe);
@@ -291,9 +294,9 @@ void ApplyDeferredGrad(const DeferredGemm& g) {
     return;
   }
   const int64_t in = g.input.size(-1), out = g.grad_output.size(-1);
-  torch::Tensor dy = g.grad_output.reshape({-1, out});                // (N, out)
-  accumulate(g.weight, dy.t().mm(g.input.reshape({-1, in})));         // (out, in)
-  if (g.bias.defined()) accumulate(g.bias, dy.sum(0));                // (out)
+  torch::Tensor dy = g.grad_output.reshape({-1, out});         // (N, out)
+  accumulate(g.weight, dy.t().mm(g.input.reshape({-1, in})));  // (out, in)
+  if (g.bias.defined()) accumulate(g.bias, dy.sum(0));         // (out)
 }
 
 void GptLayerImpl::SetSink(DeferredGradSink* sink) {

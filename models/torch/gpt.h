@@ -34,9 +34,9 @@ struct DeferredGemm {
     kEmbedding,  // y = wte[ids] (+ wpe[:T]):  dwte = scatter-add of dY by ids, dwpe[:T] = sum over rows of dY
   };
   Kind kind = Kind::kGemm;
-  torch::Tensor weight;  // kGemm: W (out, in); kEmbedding: wte (V, C). The parameter (shares its grad)
-  torch::Tensor bias;    // kGemm: b (out) or undefined; kEmbedding: wpe (n_positions, C) or undefined (Llama)
-  torch::Tensor input;   // kGemm: X (..., in); kEmbedding: token ids (b, T) int64
+  torch::Tensor weight;       // kGemm: W (out, in); kEmbedding: wte (V, C). The parameter (shares its grad)
+  torch::Tensor bias;         // kGemm: b (out) or undefined; kEmbedding: wpe (n_positions, C) or undefined (Llama)
+  torch::Tensor input;        // kGemm: X (..., in); kEmbedding: token ids (b, T) int64
   torch::Tensor grad_output;  // dY: kGemm (..., out); kEmbedding (b, T, C)
 };
 
@@ -160,7 +160,7 @@ class GptStageImpl : public torch::nn::Module {
  private:
   ModelConfig config_;
   int begin_ = 0, end_ = 0;
-  std::vector<std::string> names_;                    // layer names [begin, end)
+  std::vector<std::string> names_;                     // layer names [begin, end)
   std::vector<std::shared_ptr<GptLayerImpl>> layers_;  // registered as "layer<i>"
 };
 TORCH_MODULE(GptStage);

@@ -27,8 +27,8 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
     torch::Tensor xhat = x * r;                 // (..., C)
     torch::Tensor dx, dw;
     if (ctx->needs_input_grad(0)) {
-      torch::Tensor g = dy * w;                                                    // (..., C)
-      dx = r * (g - xhat * (g * xhat).mean(-1, /*keepdim=*/true));                // (..., C)
+      torch::Tensor g = dy * w;                                     // (..., C)
+      dx = r * (g - xhat * (g * xhat).mean(-1, /*keepdim=*/true));  // (..., C)
     }
     if (ctx->needs_input_grad(1)) dw = (dy * xhat).reshape({-1, x.size(-1)}).sum(0);  // (C)
     return {dx, dw, torch::Tensor()};
@@ -38,7 +38,8 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
 class LlamaEmbedding : public GptLayerImpl {
  public:
   LlamaEmbedding(const ModelConfig& c, uint64_t seed, torch::Dtype dtype) {
-    embed_tokens = register_parameter("embed_tokens", NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
+    embed_tokens =
+        register_parameter("embed_tokens", NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
   torch::Tensor TokenTable() const override { return embed_tokens; }
@@ -78,7 +79,11 @@ class LlamaHead : public GptLayerImpl {
 }  // namespace
 
 LlamaBlock::LlamaBlock(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype)
-    : H_(c.num_heads), K_(c.num_kv_heads), D_(c.head_dim), theta_(c.rope_theta), scaling_(c.rope_scaling),
+    : H_(c.num_heads),
+      K_(c.num_kv_heads),
+      D_(c.head_dim),
+      theta_(c.rope_theta),
+      scaling_(c.rope_scaling),
       dtype_(dtype) {
   const int64_t C = c.hidden, F = c.ffn;
   const bool qkv_bias = c.attention_bias || c.qkv_bias;
@@ -105,24 +110,24 @@ torch::Tensor LlamaBlock::forward(const torch::Tensor& x) {
     sin_ = sin.to(x.device()).unsqueeze(1);  // (T, 1, D)
     mask_ = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril().logical_not();
   }
-  torch::Tensor n1 = input_layernorm->forward(x);                                     // (b, T, C)
+  torch::Tensor n1 = input_layernorm->forward(x);                                         // (b, T, C)
   torch::Tensor q = QueryKeyNorm(q_proj->forward(n1).view({b, T, H, D}), /*key=*/false);  // (b, T, H, D)
   torch::Tensor k = QueryKeyNorm(k_proj->forward(n1).view({b, T, K, D}), /*key=*/true);   // (b, T, K, D)
-  q = ApplyRope(q, cos_, sin_);                                                       // (b, T, H, D)
-  k = ApplyRope(k, cos_, sin_);                                                       // (b, T, K, D)
-  torch::Tensor v = v_proj->forward(n1).view({b, T, K, D}).transpose(1, 2);           // (b, K, T, D)
+  q = ApplyRope(q, cos_, sin_);                                                           // (b, T, H, D)
+  k = ApplyRope(k, cos_, sin_);                                                           // (b, T, K, D)
+  torch::Tensor v = v_proj->forward(n1).view({b, T, K, D}).transpose(1, 2);               // (b, K, T, D)
   // Grouped-query attention without repeating K and V: the R query heads
   // of one kv head are stacked along the rows, (b, K, R*T, D).
   torch::Tensor qg = q.transpose(1, 2).contiguous().view({b, K, R * T, D});
-  torch::Tensor scores = qg.matmul(k.transpose(1, 2).transpose(-2, -1)) *
-                         (1.0 / std::sqrt(static_cast<double>(D)));                  // (b, K, R*T, T)
+  torch::Tensor scores =
+      qg.matmul(k.transpose(1, 2).transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (b, K, R*T, T)
   scores = scores.view({b, H, T, T}).masked_fill(mask_, -std::numeric_limits<double>::infinity());
-  torch::Tensor att = torch::softmax(scores, -1).view({b, K, R * T, T});             // (b, K, R*T, T)
+  torch::Tensor att = torch::softmax(scores, -1).view({b, K, R * T, T});  // (b, K, R*T, T)
   torch::Tensor y = att.matmul(v).view({b, H, T, D}).transpose(1, 2).contiguous().view({b, T, H * D});
-  torch::Tensor h = x + o_proj->forward(y);                                           // (b, T, C)
-  torch::Tensor n2 = post_attention_layernorm->forward(h);                            // (b, T, C)
-  torch::Tensor m = torch::silu(gate_proj->forward(n2)) * up_proj->forward(n2);       // (b, T, F)
-  return h + down_proj->forward(m);                                                   // (b, T, C)
+  torch::Tensor h = x + o_proj->forward(y);                                      // (b, T, C)
+  torch::Tensor n2 = post_attention_layernorm->forward(h);                       // (b, T, C)
+  torch::Tensor m = torch::silu(gate_proj->forward(n2)) * up_proj->forward(n2);  // (b, T, F)
+  return h + down_proj->forward(m);                                              // (b, T, C)
 }
 
 torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {

@@ -5,11 +5,11 @@
 //     whichever it is, and GraphExpired tests a weak reference.
 #pragma once
 
+#include <c10/util/intrusive_ptr.h>
+
 #include <memory>
 #include <type_traits>
 #include <utility>
-
-#include <c10/util/intrusive_ptr.h>
 
 namespace pw::models::torch_compat {
 

@@ -90,7 +90,7 @@ StatusOr<Program> GenerateDualPipeV(const ScheduleRequest& req) {
     };
     const bool last_rank = r == P - 1;
     for (int k = 0; k < 2 * (P - 1 - r); ++k) f(0);  // 1
-    for (int k = 0; k < r + 1; ++k) {                 // 2
+    for (int k = 0; k < r + 1; ++k) {                // 2
       f(0);
       f(1);
     }

@@ -13,19 +13,19 @@
 
 namespace pw {
 
-StatusOr<Program> GenerateGPipe(const ScheduleRequest& req);           // gpipe.cc
-StatusOr<Program> Generate1F1B(const ScheduleRequest& req);            // one_f_one_b.cc
-StatusOr<Program> GenerateInterleaved1F1B(const ScheduleRequest& req); // interleaved_1f1b.cc
-StatusOr<Program> GenerateLoopedBFS(const ScheduleRequest& req);       // looped_bfs.cc
-StatusOr<Program> GenerateZBH1(const ScheduleRequest& req);            // zb_h1.cc
-StatusOr<Program> GenerateZBH2(const ScheduleRequest& req);            // zb_h2.cc
-StatusOr<Program> GenerateZBV(const ScheduleRequest& req);             // zb_v.cc
-StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req);          // zb_auto.cc
-StatusOr<Program> GenerateVHalf(const ScheduleRequest& req);           // v_half.cc
-StatusOr<Program> GenerateVMin(const ScheduleRequest& req);            // v_min.cc
-StatusOr<Program> GenerateVAuto(const ScheduleRequest& req);           // v_auto.cc
-StatusOr<Program> GenerateInterleavedZB(const ScheduleRequest& req);   // interleaved_zb.cc
-StatusOr<Program> GenerateDualPipeV(const ScheduleRequest& req);       // dualpipev.cc
+StatusOr<Program> GenerateGPipe(const ScheduleRequest& req);            // gpipe.cc
+StatusOr<Program> Generate1F1B(const ScheduleRequest& req);             // one_f_one_b.cc
+StatusOr<Program> GenerateInterleaved1F1B(const ScheduleRequest& req);  // interleaved_1f1b.cc
+StatusOr<Program> GenerateLoopedBFS(const ScheduleRequest& req);        // looped_bfs.cc
+StatusOr<Program> GenerateZBH1(const ScheduleRequest& req);             // zb_h1.cc
+StatusOr<Program> GenerateZBH2(const ScheduleRequest& req);             // zb_h2.cc
+StatusOr<Program> GenerateZBV(const ScheduleRequest& req);              // zb_v.cc
+StatusOr<Program> GenerateZBAuto(const ScheduleRequest& req);           // zb_auto.cc
+StatusOr<Program> GenerateVHalf(const ScheduleRequest& req);            // v_half.cc
+StatusOr<Program> GenerateVMin(const ScheduleRequest& req);             // v_min.cc
+StatusOr<Program> GenerateVAuto(const ScheduleRequest& req);            // v_auto.cc
+StatusOr<Program> GenerateInterleavedZB(const ScheduleRequest& req);    // interleaved_zb.cc
+StatusOr<Program> GenerateDualPipeV(const ScheduleRequest& req);        // dualpipev.cc
 
 // The zero-bubble greedy of ZB paper §3.1 (zb_auto.cc), shared by zb-auto
 // (loop placement, v = 1) and zb-v (V placement, v = 2): searches its flag
@@ -96,16 +96,14 @@ StatusOr<Program> VBlockSearch(const ScheduleRequest& req, const std::vector<dou
 // bytes per rank), each the best of its approved-bubble re-runs.
 // `own_choice` receives the index the construction itself would pick (the
 // smallest worst bubble by its own time estimate), -1 if none completed.
-std::vector<Program> ZBVRoundCandidates(const ScheduleRequest& req, const std::vector<double>& limits,
-                                        int* own_choice);
+std::vector<Program> ZBVRoundCandidates(const ScheduleRequest& req, const std::vector<double>& limits, int* own_choice);
 
 // The V-Half block offsets of rank i of P (v_half.cc), for V-auto's pool.
 std::array<int, 4> VHalfOffsets(int P, int i);
 
 // The one-microbatch order of OneMicrobatchOrder (registry.h) for a shape:
 // each rank's F's upwards, then downwards I + W (or B), m = 1.
-Program OneMicrobatchProgram(const ScheduleRequest& req, int virtual_stages, Placement placement,
-                             bool split_backward);
+Program OneMicrobatchProgram(const ScheduleRequest& req, int virtual_stages, Placement placement, bool split_backward);
 
 // How an error names rank `rank`'s limit: "--memory-limit N" for one limit
 // on every rank, else "the N bytes that --memory-limit leaves rank r for

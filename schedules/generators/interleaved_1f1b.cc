@@ -23,8 +23,8 @@
 // m divisible by max(1, m // P)), any m >= 1 is accepted. With m < P the one
 // short group leaves dependency bubbles (each rank waits for microbatch 0 to
 // come back round the loop), which the simulator shows; every order is
-// checked deadlock-free by the property sweep (P <= 16, m <= 64, v <= 4). v = 1 is delegated to 1F1B (Megatron's interleaved formula
-// would give a warm-up of 2(P - r - 1), doubling rank 0's activation peak).
+// checked deadlock-free by the property sweep (P <= 16, m <= 64, v <= 4). v = 1 is delegated to 1F1B (Megatron's
+// interleaved formula would give a warm-up of 2(P - r - 1), doubling rank 0's activation peak).
 #include <algorithm>
 
 #include "schedules/generators/generators.h"

@@ -60,7 +60,8 @@ StatusOr<Program> GenerateInterleavedZB(const ScheduleRequest& req) {
   PW_ASSIGN_OR_RETURN(Program base, GenerateInterleaved1F1B(base_req));
   Program split = SplitEveryBackward(base);
   StatusOr<SimResult> split_sim = Simulate(split, req.costs);
-  if (!split_sim.ok()) return Status::Internal("Interleaved ZB: the split interleaved order: " + split_sim.status().message());
+  if (!split_sim.ok())
+    return Status::Internal("Interleaved ZB: the split interleaved order: " + split_sim.status().message());
   int64_t interleaved_peak = 0;  // activation bytes, the largest rank's
   for (int r = 0; r < P; ++r)
     interleaved_peak = std::max(interleaved_peak,

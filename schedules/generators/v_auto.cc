@@ -122,15 +122,18 @@ bool FastEval(const ScheduleRequest& req, const SlotGrid& grid, const std::vecto
             const double in = end_f[static_cast<size_t>(s - 1) * m + mb];
             if (in < 0) break;
             const int src_rank = s - 1 < P ? s - 1 : S - s;  // rank of stage s - 1
-            start = std::max(start, in + (src_rank != r ? req.costs.comm.MessageSeconds(req.costs.memory[s - 1].send_forward) : 0));
+            start = std::max(
+                start, in + (src_rank != r ? req.costs.comm.MessageSeconds(req.costs.memory[s - 1].send_forward) : 0));
           }
           dur = cost.f;
           delta = static_cast<double>(sm.activation);
         } else if (k < 4) {  // I: input from stage s + 1, or the F of the last stage
-          const double in = s + 1 < S ? end_i[static_cast<size_t>(s + 1) * m + mb] : end_f[static_cast<size_t>(s) * m + mb];
+          const double in =
+              s + 1 < S ? end_i[static_cast<size_t>(s + 1) * m + mb] : end_f[static_cast<size_t>(s) * m + mb];
           if (in < 0) break;
           const int src_rank = s + 1 < S ? (s + 1 < P ? s + 1 : S - 2 - s) : r;
-          start = std::max(start, in + (src_rank != r ? req.costs.comm.MessageSeconds(req.costs.memory[s + 1].send_backward) : 0));
+          start = std::max(
+              start, in + (src_rank != r ? req.costs.comm.MessageSeconds(req.costs.memory[s + 1].send_backward) : 0));
           dur = cost.i;
           delta = static_cast<double>(sm.wstash - sm.activation);
         } else {

@@ -131,8 +131,10 @@ void ReorderWarmup(Grid* g, int m) {
       ++j;
       if (u_w < c_w) put('W'), ++u_w;
       ++j;
-      if (u_ff < c_ff) put('f'), ++u_ff;
-      else if (u_f < c_f) put('F'), ++u_f;
+      if (u_ff < c_ff)
+        put('f'), ++u_ff;
+      else if (u_f < c_f)
+        put('F'), ++u_f;
       ++j;
     }
   }
@@ -195,8 +197,10 @@ bool ReorderCooldown(Grid* g, int m) {
       if (c == 'W') --owe_w;
       if (c == 'w') --owe_ww;
       if (c == ' ' && j > last_w) {
-        if (owe_w > 0) row[j] = 'W', --owe_w;
-        else if (owe_ww > 0) row[j] = 'w', --owe_ww;
+        if (owe_w > 0)
+          row[j] = 'W', --owe_w;
+        else if (owe_ww > 0)
+          row[j] = 'w', --owe_ww;
       }
     }
     row.append(std::max(owe_w, 0), 'W');

@@ -78,8 +78,8 @@ StatusOr<Program> BuildingBlockV(const ScheduleRequest& req, const BlockOffsetsF
     for (int a = 0; a < 4; ++a)
       for (int b = a + 1; b < 4; ++b)
         if (((off[a] - off[b]) % kInterval + kInterval) % kInterval == 0)
-          return Status::Internal(name + ": building-block slots collide on rank " + std::to_string(r) +
-                                  " for --pp " + std::to_string(P));
+          return Status::Internal(name + ": building-block slots collide on rank " + std::to_string(r) + " for --pp " +
+                                  std::to_string(P));
     // slot -> pass; W's go into the free slots.
     const int last = *std::max_element(off.begin(), off.end()) + kInterval * (m - 1);
     std::vector<int> kind(static_cast<size_t>(last) + 1, -1), mb_of(static_cast<size_t>(last) + 1, -1);

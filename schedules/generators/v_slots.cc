@@ -112,9 +112,12 @@ void AdvanceWalk(const KindTimes& t, WalkState& st, int s) {
   const int kinds = static_cast<int>(t.size());
   const int k = TakeAt(t, kinds, st.next, s);
   if (k >= 0) {
-    if (k < 2) ++st.cur;
-    else if (k < 4) ++st.pending;
-    else --st.cur;
+    if (k < 2)
+      ++st.cur;
+    else if (k < 4)
+      ++st.pending;
+    else
+      --st.cur;
   } else if (kinds <= 4 && st.pending) {
     --st.cur;
     --st.pending;

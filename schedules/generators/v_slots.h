@@ -24,7 +24,7 @@ namespace pw {
 
 using SlotGrid = std::vector<std::string>;  // [rank] -> one char per slot
 
-inline constexpr int kSlotPeriod = 6;               // slots per microbatch and rank: 2 chunks x (F, I, W)
+inline constexpr int kSlotPeriod = 6;                // slots per microbatch and rank: 2 chunks x (F, I, W)
 inline constexpr const char* kSlotKinds = "FfBbWw";  // a pass kind's letter; index = kind
 
 // Kind index of a grid character (its position in kSlotKinds), -1 for
@@ -59,8 +59,7 @@ SlotGrid FixedBlockSlots(int P, int m, const std::vector<std::array<int, 4>>& of
 // fill bubbles greedily without raising the peak. Returns false if the
 // block's peak exceeds `max_mem` (chunk units) or 2P, or if the result is
 // not a valid V schedule; else fills `out` and `peak`.
-bool BlockSchedule(int P, int m, const std::vector<std::array<int, 6>>& block, int max_mem, SlotGrid* out,
-                   int* peak);
+bool BlockSchedule(int P, int m, const std::vector<std::array<int, 6>>& block, int max_mem, SlotGrid* out, int* peak);
 
 // The building blocks V-auto searches (v_auto_schedule.py schedule and
 // get_building_block; paper Appendix A): the first rank's F at slot 0 and

@@ -122,8 +122,7 @@ struct FlagEcho {
 // One greedy run. Times in seconds, memory in costs.memory units.
 class Greedy {
  public:
-  Greedy(const ScheduleRequest& req, int v, Placement placement, const std::vector<double>& limits,
-         GreedyFlags flags)
+  Greedy(const ScheduleRequest& req, int v, Placement placement, const std::vector<double>& limits, GreedyFlags flags)
       : c_(req.costs), limits_(limits), flags_(flags) {
     prog_ = MakeEmptyProgram(req, v, placement);
     P_ = req.pp_size;
@@ -300,8 +299,8 @@ class Greedy {
     const Candidate* pick_i = nullptr;
     const Candidate* pick_f = nullptr;
     bool memory_blocked = false;
-    double next_event = kInf;   // earliest time a not-yet-ready input can arrive
-    double next_known_i = kInf; // earliest known arrival of a not-yet-ready I
+    double next_event = kInf;    // earliest time a not-yet-ready input can arrive
+    double next_known_i = kInf;  // earliest known arrival of a not-yet-ready I
     for (const Candidate& c : cands) {
       if (c.ready <= t) {
         if (c.kind == kF && Capped(c.stage)) continue;  // waits for an I, like 1F1B; an idle gap may take a W
@@ -399,11 +398,11 @@ class Greedy {
   std::vector<int64_t> i_room_;              // [rank] -> max(0, max over its stages of wstash - activation)
   std::vector<double> f_end_, i_end_;        // [stage * m + mb] -> end time, < 0 if not run
   std::vector<std::deque<std::pair<int, int>>> pending_w_;  // [rank] -> (stage, mb) FIFO
-  std::vector<int64_t> mem_, reserve_;       // [rank] -> bytes in use, bytes kept for later forwards
-  std::vector<double> free_, dec_;           // [rank] -> end of last pass, decision clock
-  std::vector<int> left_;                    // [rank] -> passes still to place
-  std::vector<Candidate> cands_;             // Decide's buffer: the deciding rank's next F's and I's
-  FlagEcho echo_;                            // single-flag changes that have not mattered so far
+  std::vector<int64_t> mem_, reserve_;                      // [rank] -> bytes in use, bytes kept for later forwards
+  std::vector<double> free_, dec_;                          // [rank] -> end of last pass, decision clock
+  std::vector<int> left_;                                   // [rank] -> passes still to place
+  std::vector<Candidate> cands_;                            // Decide's buffer: the deciding rank's next F's and I's
+  FlagEcho echo_;                                           // single-flag changes that have not mattered so far
 };
 
 std::string Bytes(double b) { return std::to_string(static_cast<int64_t>(b)); }

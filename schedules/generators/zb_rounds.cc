@@ -207,11 +207,11 @@ class RoundHeuristic {
   const ZeroBubbleRoundFlags flags_;
   Program prog_;
   int P_ = 0, m_ = 0;
-  std::vector<int> nf_, ni_, nw_;       // [stage] -> passes placed
-  std::vector<int64_t> mem_;            // [stage] -> activation + wstash bytes held
-  std::vector<double> end_, bubble_;    // [stage] -> end of last pass, idle since first F
-  double max_bubble_ = 0;               // max over stages of bubble_
-  std::vector<double> f_end_, i_end_;   // [stage * m + mb] -> end time
+  std::vector<int> nf_, ni_, nw_;      // [stage] -> passes placed
+  std::vector<int64_t> mem_;           // [stage] -> activation + wstash bytes held
+  std::vector<double> end_, bubble_;   // [stage] -> end of last pass, idle since first F
+  double max_bubble_ = 0;              // max over stages of bubble_
+  std::vector<double> f_end_, i_end_;  // [stage * m + mb] -> end time
 };
 
 }  // namespace

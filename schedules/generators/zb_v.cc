@@ -181,14 +181,12 @@ StatusOr<Program> GenerateZBV(const ScheduleRequest& req) {
   for (int r = 0; r < P; ++r)
     per_microbatch =
         std::max(per_microbatch, req.costs.memory[r].activation + req.costs.memory[2 * P - 1 - r].activation);
-  const std::vector<double> limits =
-      RankLimits(req, static_cast<double>(P) * static_cast<double>(per_microbatch));
+  const std::vector<double> limits = RankLimits(req, static_cast<double>(P) * static_cast<double>(per_microbatch));
   StatusOr<Program> hand_or = HandOrder(req);
   if (!hand_or.ok()) return Status::Internal("ZB-V hand order: " + hand_or.status().message());
   Program hand = std::move(*hand_or);
   StatusOr<SimResult> hand_sim = Simulate(hand, req.costs);
-  if (!hand_sim.ok())
-    return Status::Internal("ZB-V hand order is invalid: " + hand_sim.status().message());
+  if (!hand_sim.ok()) return Status::Internal("ZB-V hand order is invalid: " + hand_sim.status().message());
   const bool hand_fits = FitsMemoryLimits(*hand_sim, limits);
   // If the hand order meets both lower bounds of the score (no rank idles:
   // steady = the busiest rank's work; makespan = max over ranks of the

@@ -138,9 +138,7 @@ bool VRounds::Run(const std::vector<double>* approved) {
   bubble_.assign(P_, 0);
   pending_w_.assign(P_, {});
   prog_ = MakeEmptyProgram(req_, 2, Placement::kV);
-  auto limit_ok = [&](int r, double more) {
-    return mem_[r] + more <= limits_[r] + 1e-9 * std::max(1.0, limits_[r]);
-  };
+  auto limit_ok = [&](int r, double more) { return mem_[r] + more <= limits_[r] + 1e-9 * std::max(1.0, limits_[r]); };
   // 1. warm-up
   for (int r = 0; r < P_; ++r)
     if (!Put(0, 0, r)) return false;

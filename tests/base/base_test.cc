@@ -2,6 +2,7 @@
 // output-place checks run before training, and the utilities every layer
 // shares: FNV-1a, number and byte formatting, byte-size parsing, atomic
 // file writes.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <fstream>
 #include <iterator>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "base/file_io.h"
 #include "base/format.h"
@@ -33,8 +32,11 @@ TEST(EscapeForTerminal, KeepsTextNewlinesTabsAndUtf8) {
 TEST(EscapeForTerminal, EscapesControlBytesAndBrokenUtf8) {
   // ELF magic, an ANSI colour sequence, NUL, DEL, a lone continuation byte,
   // an overlong '/', a surrogate and a truncated 3-byte sequence at the end.
-  const std::string bytes = std::string("\x7F" "ELF\x02\x01\x1B[31m", 11) + std::string(1, '\0') +
-                            "\x80\xC0\xAF\xED\xA0\x80\xE2\x82";
+  const std::string bytes = std::string(
+                                "\x7F"
+                                "ELF\x02\x01\x1B[31m",
+                                11) +
+                            std::string(1, '\0') + "\x80\xC0\xAF\xED\xA0\x80\xE2\x82";
   EXPECT_EQ(EscapeForTerminal(bytes), "\\x7FELF\\x02\\x01\\x1B[31m\\x00\\x80\\xC0\\xAF\\xED\\xA0\\x80\\xE2\\x82");
 }
 
@@ -166,7 +168,8 @@ TEST(Fnv1a64, MatchesThePublishedVectors) {
   EXPECT_EQ(HashHex(Fnv1a64("foobar")), "88fad7c0a8ff07f2");
   EXPECT_EQ(Fnv1a64("bar", Fnv1a64("foo")), Fnv1a64("foobar"));
   const double x = 1.5;
-  EXPECT_EQ(Fnv1a64Bytes(&x, sizeof x, Fnv1a64("w")), Fnv1a64(std::string("w") + std::string(reinterpret_cast<const char*>(&x), sizeof x)));
+  EXPECT_EQ(Fnv1a64Bytes(&x, sizeof x, Fnv1a64("w")),
+            Fnv1a64(std::string("w") + std::string(reinterpret_cast<const char*>(&x), sizeof x)));
   EXPECT_EQ(HashHex(0xab), "00000000000000ab");
 }
 

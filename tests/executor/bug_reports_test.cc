@@ -122,7 +122,8 @@ TEST(BugReportsTest, SplitBackwardLeavesNothingAliveAndStashMatchesPlan) {
         live[r] = (*engine)->LiveGraphsAfterStep();
       });
     for (auto& t : threads) t.join();
-    for (int r = 0; r < 2; ++r) ASSERT_TRUE(status[r].ok()) << schedule << " rank " << r << ": " << status[r].ToString();
+    for (int r = 0; r < 2; ++r)
+      ASSERT_TRUE(status[r].ok()) << schedule << " rank " << r << ": " << status[r].ToString();
     // Step 1 allocates gradients and optimizer state; step 2 must end where it began.
     EXPECT_EQ(bytes_after[1], bytes_after[0])
         << schedule << ": live CPU bytes after step 2 differ from after step 1 (activation or stash leaked)";
@@ -242,8 +243,8 @@ TEST(BugReportsTest, SentMessagesAreFreedWhenTheirSendCompletes) {
   ASSERT_EQ(cycle_bytes.size(), 6u);
   for (size_t k = 1; k < cycle_bytes.size(); ++k)
     EXPECT_EQ(cycle_bytes[k] - cycle_bytes[0], 0)
-        << "live CPU bytes grew from microbatch 1 to microbatch " << k + 1 << " (held messages: "
-        << (cycle_bytes[k] - cycle_bytes[0]) / (2 * kMessageBytes) << " per rank)";
+        << "live CPU bytes grew from microbatch 1 to microbatch " << k + 1
+        << " (held messages: " << (cycle_bytes[k] - cycle_bytes[0]) / (2 * kMessageBytes) << " per rank)";
   std::printf("[ messages ] 1f1b P=2 m=8: live CPU bytes at microbatch 1..6 of step 2:");
   for (int64_t x : cycle_bytes) std::printf(" %lld", static_cast<long long>(x));
   std::printf("\n");

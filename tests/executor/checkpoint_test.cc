@@ -6,11 +6,13 @@
 // parameters equal the uninterrupted run's. Then the bad inputs: a truncated
 // and a corrupt layer file, a missing tensor, each named before anything
 // changes. The same under real mpirun: tests/executor/resume_reshard_test.sh.
-#include <filesystem>
-#include <fstream>
+#include "executor/checkpoint/checkpoint.h"
+
 #include <unistd.h>
 
-#include "executor/checkpoint/checkpoint.h"
+#include <filesystem>
+#include <fstream>
+
 #include "tests/executor/executor_test_util.h"
 
 namespace pw::exec::testing {
@@ -69,8 +71,8 @@ double ExactWorst(const State& a, const State& b, const std::string& what) {
   Diff d1 = WorstDiff(a.tensors, b.tensors), d2 = WorstDiff(b.tensors, a.tensors);
   EXPECT_FALSE(d1.missing || d2.missing) << what << ": " << Describe(d1.missing ? d1 : d2);
   const double worst = std::max(d1.abs, d2.abs);
-  std::printf("[ ckpt     ] %-52s %zu tensors, worst |difference| %.3g (%s)\n", what.c_str(), a.tensors.size(),
-              worst, worst > 0 ? Describe(d1).c_str() : "bit-identical");
+  std::printf("[ ckpt     ] %-52s %zu tensors, worst |difference| %.3g (%s)\n", what.c_str(), a.tensors.size(), worst,
+              worst > 0 ? Describe(d1).c_str() : "bit-identical");
   EXPECT_EQ(worst, 0.0) << what << ": " << Describe(d1);
   return worst;
 }
@@ -121,7 +123,8 @@ TEST_P(CheckpointTest, ResumesUnderAnotherPlanBitForBit) {
   EXPECT_EQ(manifest->files.size(), 6u) << "one file per layer";
   EXPECT_EQ(manifest->schedule, "1f1b");
   // The manifest's model section reads back as this model (what --resume checks).
-  Status resumable = CheckResumable(*manifest, ckpt, *saved_plan.model, Fp64Options().init_seed, "float64", kRows, kSeq);
+  Status resumable =
+      CheckResumable(*manifest, ckpt, *saved_plan.model, Fp64Options().init_seed, "float64", kRows, kSeq);
   EXPECT_TRUE(resumable.ok()) << resumable.ToString();
 
   for (const std::string schedule : {"zb-v", "interleaved-1f1b"}) {

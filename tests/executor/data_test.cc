@@ -2,7 +2,10 @@
 // sequential row layout, the random order, bounds errors, the SentencePiece
 // round trip, and bounded memory on huge inputs. Real files in a temporary
 // directory; a real spm_train model.
+#include "executor/data/data.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,9 +16,6 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "executor/data/data.h"
 #include "executor/data/tokenizer.h"
 
 namespace pw::exec {
@@ -128,8 +128,8 @@ TEST_F(TokenDataTest, RandomOrderIsAPermutationPerEpoch) {
 
 // Both layouts, both dtypes: the same tokens come back.
 TEST_F(TokenDataTest, TokenFileLayoutsAndDtypes) {
-  const std::vector<uint32_t> small = Iota(50, 1000);     // 0 .. 49000: fits uint16
-  const std::vector<uint32_t> large = Iota(50, 100000);   // up to 4.9e6: uint32 only
+  const std::vector<uint32_t> small = Iota(50, 1000);    // 0 .. 49000: fits uint16
+  const std::vector<uint32_t> large = Iota(50, 100000);  // up to 4.9e6: uint32 only
   struct Case {
     std::string name, dtype;
     std::vector<uint32_t> tokens;
@@ -271,7 +271,8 @@ TEST_F(TokenDataTest, SentencePieceRoundTripAndVocabularyCheck) {
     }
   }
   ASSERT_EQ(ds->num_tokens(), static_cast<int64_t>(expect.size()));
-  for (size_t i = 0; i < expect.size(); ++i) ASSERT_EQ(ds->TokenAt(static_cast<int64_t>(i)), static_cast<uint32_t>(expect[i]));
+  for (size_t i = 0; i < expect.size(); ++i)
+    ASSERT_EQ(ds->TokenAt(static_cast<int64_t>(i)), static_cast<uint32_t>(expect[i]));
 
   // `pipewright tokenize`'s file: llm.c header, same tokens.
   auto count = WriteTokenFile(**tok, text, Path("corpus.bin"));

@@ -76,8 +76,8 @@ TEST_P(EquivalenceTest, MatchesSingleProcess) {
   StatusOr<Plan> plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok()) << CaseName(c) << ": cannot build the plan: " << plan.status().ToString();
 
-  const int rows = c.microbatch_sizes.empty() ? 2 * c.m
-                                              : std::accumulate(c.microbatch_sizes.begin(), c.microbatch_sizes.end(), 0);
+  const int rows =
+      c.microbatch_sizes.empty() ? 2 * c.m : std::accumulate(c.microbatch_sizes.begin(), c.microbatch_sizes.end(), 0);
   std::vector<TokenBatch> batches;
   for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(rows, kSeq, 100 + i));
   ExpectMatchesReference(*plan, batches, CaseName(c), kTolerance);
@@ -125,8 +125,8 @@ TEST(EquivalenceOptimal, MatchesSingleProcess) {
 // squares) against LibTorch's clip_grad_norm_ on the whole model: the max
 // norm is far below the gradient norm, so every step clips.
 TEST(EquivalenceClipTest, ClippedStepsMatchClipGradNorm) {
-  for (const auto& [schedule, pp, m] : std::vector<std::tuple<std::string, int, int>>{
-           {"1f1b", 2, 3}, {"zb-h1", 3, 4}, {"zb-v", 2, 4}}) {
+  for (const auto& [schedule, pp, m] :
+       std::vector<std::tuple<std::string, int, int>>{{"1f1b", 2, 3}, {"zb-h1", 3, 4}, {"zb-v", 2, 4}}) {
     PlanSpec spec;
     spec.schedule = schedule;
     spec.pp_size = pp;
@@ -153,7 +153,8 @@ TEST(EquivalenceClipTest, ClippedStepsMatchClipGradNorm) {
     }
     const double norm = runs[0].reports[0].grad_norm;
     EXPECT_GT(norm, 10 * spec.clip_grad_norm) << schedule << ": the step did not clip";
-    for (int r = 1; r < pp; ++r) EXPECT_EQ(runs[r].reports[0].grad_norm, norm) << "rank " << r << " clipped differently";
+    for (int r = 1; r < pp; ++r)
+      EXPECT_EQ(runs[r].reports[0].grad_norm, norm) << "rank " << r << " clipped differently";
     Diff g = WorstDiff(grads, ref.grads_after_first);
     EXPECT_LE(g.rel, kTolerance) << schedule << ": clipped gradients after step 1: " << Describe(g);
     Diff p = WorstDiff(params, ref.params_after_last);

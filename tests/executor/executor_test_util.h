@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "executor/comm/loopback_communicator.h"
 #include "executor/runtime/engine.h"
 #include "executor/runtime/reference.h"
-#include "executor/comm/loopback_communicator.h"
 #include "tests/testing/test_plans.h"
 
 namespace pw::exec::testing {
@@ -84,8 +84,8 @@ inline Diff WorstDiff(const std::vector<NamedValues>& got, const std::vector<Nam
 inline std::string Describe(const Diff& d) {
   if (d.missing) return "tensor " + d.name + " missing in the reference (or of another size)";
   std::ostringstream os;
-  os << "worst tensor " << (d.name.empty() ? "(all equal)" : d.name) << ": rel diff " << d.rel << ", abs diff "
-     << d.abs << " " << d.detail;
+  os << "worst tensor " << (d.name.empty() ? "(all equal)" : d.name) << ": rel diff " << d.rel << ", abs diff " << d.abs
+     << " " << d.detail;
   return os.str();
 }
 

@@ -6,12 +6,14 @@
 // and another model's config.json are refused on every rank, naming them; a
 // BF16/F16 directory converts exactly. Qwen3 directories transformers wrote
 // (tests/testdata/qwen3): the pipeline's first-step loss equals transformers'.
+#include "executor/checkpoint/hf_io.h"
+
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
-#include "executor/checkpoint/hf_io.h"
 #include "models/spec/safetensors.h"
 #include "tests/executor/executor_test_util.h"
 
@@ -271,9 +273,9 @@ TEST_F(HfIoTest, Bf16AndF16DirectoryLoadsExactly) {
     const size_t a = ours.find('.', 6);
     const std::string i = ours.substr(6, a - 6), rest = ours.substr(a + 1);
     const std::string mod = rest.substr(0, rest.find('.'));
-    const std::string group = mod.find("layernorm") != std::string::npos ? ""
+    const std::string group = mod.find("layernorm") != std::string::npos                       ? ""
                               : (mod == "gate_proj" || mod == "up_proj" || mod == "down_proj") ? "mlp."
-                                                                                                : "self_attn.";
+                                                                                               : "self_attn.";
     return "model.layers." + i + "." + group + rest;
   };
   std::vector<safetensors::TensorData> tensors;
@@ -305,7 +307,7 @@ TEST_F(HfIoTest, Bf16AndF16DirectoryLoadsExactly) {
             bits = 0;
           } else {
             int e = 0, m = std::abs(n);
-            while (m >= 2) m >>= 1, ++e;                       // |n| = 2^e x (1 + frac)
+            while (m >= 2) m >>= 1, ++e;                           // |n| = 2^e x (1 + frac)
             const int mant = ((std::abs(n) << (10 - e)) & 0x3ff);  // 10 fraction bits
             bits = static_cast<uint16_t>((n < 0 ? 0x8000 : 0) | ((e - 6 + 15) << 10) | mant);
           }
@@ -328,9 +330,15 @@ TEST_F(HfIoTest, Bf16AndF16DirectoryLoadsExactly) {
 
 // GPT-2 in HF's layout: Conv1D weights (in, out), names without "transformer.".
 TEST_F(HfIoTest, Gpt2Conv1dDirectoryLoadsExactly) {
-  nlohmann::json model = {{"model_type", "gpt2"},         {"n_layer", 2},   {"n_embd", 16},
-                          {"n_head", 2},                  {"n_positions", 16}, {"vocab_size", 256},
-                          {"tie_word_embeddings", false}, {"attn_pdrop", 0}, {"resid_pdrop", 0},
+  nlohmann::json model = {{"model_type", "gpt2"},
+                          {"n_layer", 2},
+                          {"n_embd", 16},
+                          {"n_head", 2},
+                          {"n_positions", 16},
+                          {"vocab_size", 256},
+                          {"tie_word_embeddings", false},
+                          {"attn_pdrop", 0},
+                          {"resid_pdrop", 0},
                           {"embd_pdrop", 0}};
   const Plan plan = MakePlan(model);
   std::vector<std::vector<NamedValues>> params(2);
@@ -352,9 +360,9 @@ TEST_F(HfIoTest, Gpt2Conv1dDirectoryLoadsExactly) {
     const std::string i = ours.substr(6, a - 6), rest = ours.substr(a + 1);
     const size_t b = rest.rfind('.');
     const std::string mod = rest.substr(0, b), suffix = rest.substr(b + 1);
-    const std::map<std::string, std::string> m = {{"ln_1", "ln_1"},           {"ln_2", "ln_2"},
-                                                  {"attn_qkv", "attn.c_attn"}, {"attn_proj", "attn.c_proj"},
-                                                  {"mlp_fc", "mlp.c_fc"},      {"mlp_proj", "mlp.c_proj"}};
+    const std::map<std::string, std::string> m = {
+        {"ln_1", "ln_1"},       {"ln_2", "ln_2"},          {"attn_qkv", "attn.c_attn"}, {"attn_proj", "attn.c_proj"},
+        {"mlp_fc", "mlp.c_fc"}, {"mlp_proj", "mlp.c_proj"}};
     *conv1d = mod != "ln_1" && mod != "ln_2" && suffix == "weight";
     return "h." + i + "." + m.at(mod) + "." + suffix;
   };

@@ -4,7 +4,6 @@
 // again (blocks above the mmap threshold are unmapped on free, and a heap top
 // above the trim threshold is given back); PW_HOST_MEMORY=release shows it.
 #include "executor/runtime/host_memory.h"
-#include "tests/sanitized.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -12,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "tests/sanitized.h"
 
 namespace pw::exec {
 namespace {

@@ -1,6 +1,8 @@
 // The interpreter's comm logic with a FakeBackend (one double per message)
 // and the loopback communicator: every schedule family, several P and m, in
 // milliseconds. Also the data loader.
+#include "executor/runtime/interpreter.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,10 +12,9 @@
 #include <thread>
 #include <tuple>
 
+#include "executor/comm/loopback_communicator.h"
 #include "executor/data/data.h"
 #include "models/torch/executor_model.h"
-#include "executor/runtime/interpreter.h"
-#include "executor/comm/loopback_communicator.h"
 #include "schedules/lower.h"
 #include "schedules/registry.h"
 #include "schedules/validate.h"
@@ -36,9 +37,12 @@ class FakeBackend : public StageBackend {
   Status Forward(int s, int mb) override {
     ++computes_;
     double x;
-    if (s == 0) x = mb + 1;
-    else if (p_.stage_to_rank[s - 1] == rank_) x = st_[{s - 1, mb}].out;
-    else x = st_[{s, mb}].recv_in;
+    if (s == 0)
+      x = mb + 1;
+    else if (p_.stage_to_rank[s - 1] == rank_)
+      x = st_[{s - 1, mb}].out;
+    else
+      x = st_[{s, mb}].recv_in;
     if (x != mb + 1 + s) return Status::ComputeError("F input " + std::to_string(x));
     st_[{s, mb}].out = x + 1;
     st_[{s, mb}].f = true;
@@ -49,9 +53,12 @@ class FakeBackend : public StageBackend {
     auto& st = st_[{s, mb}];
     if (!st.f) return Status::ComputeError("backward before F");
     double g;
-    if (s == p_.num_stages - 1) g = 1;
-    else if (p_.stage_to_rank[s + 1] == rank_) g = st_[{s + 1, mb}].grad_in;
-    else g = st.recv_grad;
+    if (s == p_.num_stages - 1)
+      g = 1;
+    else if (p_.stage_to_rank[s + 1] == rank_)
+      g = st_[{s + 1, mb}].grad_in;
+    else
+      g = st.recv_grad;
     if (g != std::pow(2.0, p_.num_stages - 1 - s)) return Status::ComputeError("gradient " + std::to_string(g));
     st.grad_in = 2 * g;
     st.i = true;
@@ -90,11 +97,9 @@ class FakeBackend : public StageBackend {
     if (!send_error_.empty()) return Status::Internal(send_error_);
     for (const SendKey& key : posted_)
       if (completed_after_.count(key) == 0)
-        return Status::Internal("EndStep before SendCompleted(" +
-                                MakeAction(std::get<1>(key), static_cast<ActionType>(std::get<0>(key)),
-                                           std::get<2>(key))
-                                    .ToString() +
-                                ")");
+        return Status::Internal(
+            "EndStep before SendCompleted(" +
+            MakeAction(std::get<1>(key), static_cast<ActionType>(std::get<0>(key)), std::get<2>(key)).ToString() + ")");
     st_.clear();
     posted_.clear();
     last_completed_after_ = std::move(completed_after_);
@@ -254,8 +259,7 @@ TEST(InterpreterTest, ConsecutiveSendsAndReceivesArePostedAsOneBatch) {
     for (auto& t : threads) t.join();
     for (int r = 0; r < 4; ++r) {
       const auto& list = lowered->ranks[r];
-      for (size_t i = 0; i < list.size(); ++i)
-        runs[r] += IsComm(list[i].type) && (i == 0 || !IsComm(list[i - 1].type));
+      for (size_t i = 0; i < list.size(); ++i) runs[r] += IsComm(list[i].type) && (i == 0 || !IsComm(list[i - 1].type));
       ASSERT_TRUE(out[r].ok()) << family << " rank " << r << ": " << out[r].ToString();
       EXPECT_EQ(batches[r], runs[r]) << family << " rank " << r;
     }
@@ -436,8 +440,9 @@ TEST(ExecutorModelTest, RegistryFamiliesBuildOthersAreRefusedNamingTheField) {
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_TRUE(models::CheckExecutorModel(*m, "cfg").ok()) << text;
   }
-  auto gpt = ParseModelConfig(nlohmann::json::parse(
-      R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 8, "n_head": 2, "n_positions": 16, "vocab_size": 256})"),
+  auto gpt = ParseModelConfig(
+      nlohmann::json::parse(
+          R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 8, "n_head": 2, "n_positions": 16, "vocab_size": 256})"),
       "cfg");
   ASSERT_TRUE(gpt.ok());
   Status st = models::CheckExecutorModel(*gpt, "cfg");  // HF's default dropout 0.1

@@ -22,14 +22,20 @@ TEST(LaunchEnv, EachLauncherMapsToRankLocalRankAndWorldSize) {
     int rank, local, size;
   } cases[] = {
       {{{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}},
-       "mpirun", 5, 1, 8},
+       "mpirun",
+       5,
+       1,
+       8},
       {{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "3"}}, "srun", 3, 3, 4},
       {{{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}}, "torchrun", 2, 0, 4},
       {{{"RANK", "1"}, {"WORLD_SIZE", "2"}}, "torchrun", 1, 1, 2},
       {{}, "none", 0, 0, 1},
       // mpirun inside a Slurm allocation: Open MPI's own variables win.
       {{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "9"}},
-       "mpirun", 0, 0, 2},
+       "mpirun",
+       0,
+       0,
+       2},
   };
   for (const auto& c : cases) {
     auto env = Read(c.vars);

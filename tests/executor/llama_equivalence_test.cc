@@ -51,8 +51,7 @@ struct LlamaCase {
 };
 
 std::string CaseName(const LlamaCase& c) {
-  return LlamaConfigs()[c.config].first + " " + c.schedule + " P=" + std::to_string(c.pp) + " m=" +
-         std::to_string(c.m);
+  return LlamaConfigs()[c.config].first + " " + c.schedule + " P=" + std::to_string(c.pp) + " m=" + std::to_string(c.m);
 }
 
 void PrintTo(const LlamaCase& c, std::ostream* os) { *os << CaseName(c); }
@@ -122,8 +121,7 @@ struct Qwen3Case {
 };
 
 std::string CaseName(const Qwen3Case& c) {
-  return Qwen3Configs()[c.config].first + " " + c.schedule + " P=" + std::to_string(c.pp) + " m=" +
-         std::to_string(c.m);
+  return Qwen3Configs()[c.config].first + " " + c.schedule + " P=" + std::to_string(c.pp) + " m=" + std::to_string(c.m);
 }
 
 void PrintTo(const Qwen3Case& c, std::ostream* os) { *os << CaseName(c); }
@@ -272,7 +270,8 @@ TEST(TiedHead, MatchesSingleProcess) {
       {"gpt2-tied", nlohmann::json::parse(R"({"model_type": "gpt2", "n_layer": 4, "n_embd": 16, "n_head": 2,
           "n_positions": 16, "vocab_size": 256, "tie_word_embeddings": true, "attn_pdrop": 0, "resid_pdrop": 0,
           "embd_pdrop": 0})")},
-      {"llama-gqa-tied", [] {
+      {"llama-gqa-tied",
+       [] {
          nlohmann::json j = LlamaConfigs()[0].second;
          j["tie_word_embeddings"] = true;
          return j;
@@ -299,8 +298,7 @@ TEST(TiedHead, MatchesSingleProcess) {
           for (int i = 0; i < 3; ++i) batches.push_back(RandomBatch(pp + 1, kSeq, 500 + i));
           EngineOptions options = Fp64Options();
           options.clip_grad_norm = clip;
-          const std::string name = model_name + " " + schedule + " P=" + std::to_string(pp) +
-                                   (clip > 0 ? " clip" : "");
+          const std::string name = model_name + " " + schedule + " P=" + std::to_string(pp) + (clip > 0 ? " clip" : "");
           const std::vector<NamedValues> grads = ExpectMatchesReference(*plan, batches, name, kTolerance, options);
           ASSERT_FALSE(grads.empty()) << name;
           ++cases;

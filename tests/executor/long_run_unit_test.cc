@@ -2,6 +2,9 @@
 // (one event per action, flows pair), checkpoint manifests and the resume
 // refusals, the wait board. Milliseconds.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -10,18 +13,14 @@
 #include <set>
 #include <thread>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "executor/checkpoint/checkpoint.h"
-#include "executor/runtime/measured_trace.h"
-#include "tests/testing/test_plans.h"
-#include "executor/runtime/preflight.h"
-#include "tests/testing/schedule_util.h"
 #include "executor/comm/tcp_communicator.h"
+#include "executor/runtime/measured_trace.h"
+#include "executor/runtime/preflight.h"
 #include "executor/runtime/watchdog.h"
 #include "schedules/trace_format.h"
+#include "tests/testing/schedule_util.h"
+#include "tests/testing/test_plans.h"
 
 namespace pw::exec {
 namespace {
@@ -106,7 +105,8 @@ TEST(Checkpoint, ManifestRoundTripAndRefusals) {
   std::filesystem::create_directories(dir);
   std::filesystem::create_directories(CheckpointStepDir(root, 20));  // incomplete: no manifest
   auto model = ParseModelConfig(nlohmann::json::parse(R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 16,
-      "n_head": 2, "n_positions": 16, "vocab_size": 256})"), "test");
+      "n_head": 2, "n_positions": 16, "vocab_size": 256})"),
+                                "test");
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   CheckpointManifest m;
   m.plan_hash = "aaaa";
@@ -139,8 +139,7 @@ TEST(Checkpoint, ManifestRoundTripAndRefusals) {
   EXPECT_NE(other.message().find("field 'n_embd' is 16 but the plan's model has 32"), std::string::npos)
       << other.message();
   EXPECT_NE(CheckResumable(*back, dir, *model, 8, "float32", 8, 16).message().find("field 'seed'"), std::string::npos);
-  EXPECT_NE(CheckResumable(*back, dir, *model, 7, "float64", 8, 16).message().find("field 'dtype'"),
-            std::string::npos);
+  EXPECT_NE(CheckResumable(*back, dir, *model, 7, "float64", 8, 16).message().find("field 'dtype'"), std::string::npos);
   EXPECT_NE(CheckResumable(*back, dir, *model, 7, "float32", 12, 16).message().find("global_batch_size is 12"),
             std::string::npos);
   EXPECT_NE(CheckResumable(*back, dir, *model, 7, "float32", 8, 32).message().find("field 'seq_length'"),
@@ -164,7 +163,8 @@ TEST(Checkpoint, Zero1ShardEntries) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto model = ParseModelConfig(nlohmann::json::parse(R"({"model_type": "gpt2", "n_layer": 1, "n_embd": 16,
-      "n_head": 2, "n_positions": 16, "vocab_size": 256})"), "test");
+      "n_head": 2, "n_positions": 16, "vocab_size": 256})"),
+                                "test");
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   CheckpointManifest m;
   m.dtype = "float64";
@@ -223,8 +223,8 @@ TEST(Checkpoint, TruncatedOrCorruptFilesAreNamed) {
   std::filesystem::resize_file(path, 1000);
   Status truncated = VerifyCheckpointFile(dir, entry);
   EXPECT_EQ(truncated.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(truncated.message(),
-            "checkpoint file " + path + " is truncated: 1000 bytes, the manifest says 4099") << truncated.message();
+  EXPECT_EQ(truncated.message(), "checkpoint file " + path + " is truncated: 1000 bytes, the manifest says 4099")
+      << truncated.message();
   // Same size, one byte flipped.
   bytes[2050] ^= 1;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
@@ -279,7 +279,10 @@ TEST(TcpCommunicator, RingFifoAndAllGather) {
       o.master_port = port;
       o.watchdog_s = 20;
       auto comm = TcpCommunicator::Create(r, world, o);
-      if (!comm.ok()) { errors[r] = comm.status().ToString(); return; }
+      if (!comm.ok()) {
+        errors[r] = comm.status().ToString();
+        return;
+      }
       TcpCommunicator& c = **comm;
       const int next = (r + 1) % world, prev = (r + world - 1) % world;
       // Three messages per channel to the next rank; the receiver posts
@@ -297,7 +300,10 @@ TEST(TcpCommunicator, RingFifoAndAllGather) {
       for (int k = 0; k < 3; ++k) ids.push_back(*c.Irecv(prev, Channel::kForward, &in[k], sizeof(int64_t)));
       for (RequestId id : ids) {
         Status st = c.Wait(id);
-        if (!st.ok()) { errors[r] = st.ToString(); return; }
+        if (!st.ok()) {
+          errors[r] = st.ToString();
+          return;
+        }
       }
       for (int k = 0; k < 3; ++k)
         if (in[k] != 100 * prev + k || in[3 + k] != 1000 * prev + k)
@@ -332,9 +338,15 @@ TEST(TcpCommunicator, TestCompletesLikeWait) {
     TcpOptions o;
     o.master_port = port;
     auto comm = TcpCommunicator::Create(0, 2, o);
-    if (!comm.ok()) { errors[0] = comm.status().ToString(); return; }
+    if (!comm.ok()) {
+      errors[0] = comm.status().ToString();
+      return;
+    }
     TcpCommunicator& c = **comm;
-    if (!c.Barrier().ok()) { errors[0] = "barrier"; return; }
+    if (!c.Barrier().ok()) {
+      errors[0] = "barrier";
+      return;
+    }
     int64_t x = 42, y = 7;
     RequestId a = *c.Isend(1, Channel::kForward, &x, sizeof(x));
     RequestId b = *c.Isend(1, Channel::kBackward, &y, sizeof(y));

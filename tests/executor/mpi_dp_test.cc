@@ -11,17 +11,16 @@
 // against closed forms, the refusal of a plan for another world size, and
 // (W=6) ZeRO-1 checkpoints resumed under another dp, plan and sharding.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
-#include "executor/comm/agree.h"
 #include "executor/checkpoint/checkpoint.h"
-#include "plan/replica_batch.h"
+#include "executor/comm/agree.h"
 #include "executor/comm/mpi_communicator.h"
+#include "plan/replica_batch.h"
 #include "schedules/registry.h"
 #include "tests/executor/executor_test_util.h"
 #include "tests/executor/mpi_test_main.h"
@@ -31,7 +30,6 @@ namespace pw::exec::testing {
 const double kMpiTestWatchdogS = 120;
 
 namespace {
-
 
 constexpr double kTolerance = 1e-10;
 
@@ -52,11 +50,16 @@ struct Grid {
 
 std::vector<Grid> GridsFor(int world) {
   switch (world) {
-    case 2: return {{2, 1}};
-    case 3: return {{1, 3}, {3, 1}};
-    case 4: return {{2, 2}};
-    case 6: return {{3, 2}};
-    default: return {};
+    case 2:
+      return {{2, 1}};
+    case 3:
+      return {{1, 3}, {3, 1}};
+    case 4:
+      return {{2, 2}};
+    case 6:
+      return {{3, 2}};
+    default:
+      return {};
   }
 }
 
@@ -83,8 +86,7 @@ void RunCase(const std::string& schedule, Grid g, Variant variant, int m) {
   const double clip = 0.05;
   if (variant == Variant::kClip) spec.clip_grad_norm = clip;
   char label[128];
-  std::snprintf(label, sizeof label, "%s dp=%d x pp=%d m=%d %s", schedule.c_str(), g.dp, g.pp, m,
-                VariantName(variant));
+  std::snprintf(label, sizeof label, "%s dp=%d x pp=%d m=%d %s", schedule.c_str(), g.dp, g.pp, m, VariantName(variant));
   const std::string name = label;
   StatusOr<Plan> plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok()) << name << ": cannot build the plan: " << plan.status().ToString();
@@ -151,10 +153,10 @@ void RunCase(const std::string& schedule, Grid g, Variant variant, int m) {
     std::fflush(stdout);
   }
   EXPECT_LE(worst_loss, kTolerance) << name << ": loss";
-  EXPECT_LE(grads.rel, kTolerance) << name << " world rank " << g_comm->rank() << ": gradients after step 1: "
-                                   << Describe(grads);
-  EXPECT_LE(params.rel, kTolerance) << name << " world rank " << g_comm->rank() << ": parameters after 3 steps: "
-                                    << Describe(params);
+  EXPECT_LE(grads.rel, kTolerance) << name << " world rank " << g_comm->rank()
+                                   << ": gradients after step 1: " << Describe(grads);
+  EXPECT_LE(params.rel, kTolerance) << name << " world rank " << g_comm->rank()
+                                    << ": parameters after 3 steps: " << Describe(params);
   if (variant == Variant::kClip) {
     EXPECT_GT(min_norm, clip) << name << ": clipping never scaled (test too weak)";
   }
@@ -281,8 +283,7 @@ std::vector<TokenBatch> GlobalBatches() {
 // engine, loads `resume` (if any), runs steps [first, last) and saves the
 // checkpoint after step `last` into `save`. The outcome, agreed over the world.
 Status RunGrid(const std::string& schedule, int dp, int pp, bool zero1, bool tied, int first, int last,
-               const std::string& resume, const std::string& save, double clip = 0,
-               double* min_norm = nullptr) {
+               const std::string& resume, const std::string& save, double clip = 0, double* min_norm = nullptr) {
   const int n = dp * pp;
   std::unique_ptr<Communicator> group = FirstRanks(n);
   Status st = group ? Status::Ok() : Status::Internal("split failed");
@@ -304,8 +305,8 @@ Status RunGrid(const std::string& schedule, int dp, int pp, bool zero1, bool tie
       }
       return e->WriteCheckpoint(save, last).status();
     }();
-    st = st.WithContext(schedule + " dp" + std::to_string(dp) + " x pp" + std::to_string(pp) +
-                        (zero1 ? " ZeRO-1" : ""));
+    st =
+        st.WithContext(schedule + " dp" + std::to_string(dp) + " x pp" + std::to_string(pp) + (zero1 ? " ZeRO-1" : ""));
   }
   return AgreeOnStatus(st, *g_comm);
 }
@@ -413,8 +414,10 @@ TEST(MpiZero1CheckpointTest, ResumesUnderAnotherDpPlanAndSharding) {
               ref_params.push_back(alias);
             }
         Diff d = WorstDiff(k.params, ref_params);
-        std::printf("[ zero1ck  ] %-6s dp2 x pp3 ZeRO-1 clip %.2f (norm >= %.3f), 3 steps vs one process: param rel "
-                    "%.2e\n", model.c_str(), clip, min_norm, d.rel);
+        std::printf(
+            "[ zero1ck  ] %-6s dp2 x pp3 ZeRO-1 clip %.2f (norm >= %.3f), 3 steps vs one process: param rel "
+            "%.2e\n",
+            model.c_str(), clip, min_norm, d.rel);
         EXPECT_LE(d.rel, kTolerance) << model << " ZeRO-1 + clipping: " << Describe(d);
         EXPECT_GT(min_norm, clip) << "clipping never scaled (test too weak)";
       }

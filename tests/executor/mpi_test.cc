@@ -57,8 +57,8 @@ Result RunOne(const Plan& plan, const ModelConfig& model, const std::vector<Toke
       out.loss = rep->loss;
       out.grads = WorstDiff((*engine)->Gradients(), ref.grads_after_first);
       if (std::fabs(rep->loss - ref.first_loss) > kTolerance * std::fabs(ref.first_loss))
-        out.status = Status::Internal("loss " + std::to_string(rep->loss) + " vs reference " +
-                                      std::to_string(ref.first_loss));
+        out.status =
+            Status::Internal("loss " + std::to_string(rep->loss) + " vs reference " + std::to_string(ref.first_loss));
     }
   }
   out.params = WorstDiff((*engine)->Parameters(), ref.params_after_last);
@@ -107,10 +107,10 @@ TEST_P(MpiEquivalenceTest, MatchesSingleProcess) {
       std::printf("[ mpi      ] %-28s loss %.12f worst grad rel %.2e (rank %d) worst param rel %.2e\n", name.c_str(),
                   res.loss, worst_g, worst_rank, worst_p);
     EXPECT_TRUE(res.status.ok()) << name << " rank " << g_comm->rank() << ": " << res.status.ToString();
-    EXPECT_LE(res.grads.rel, kTolerance) << name << " rank " << g_comm->rank() << ": gradients: "
-                                         << Describe(res.grads);
-    EXPECT_LE(res.params.rel, kTolerance) << name << " rank " << g_comm->rank() << ": parameters after 3 steps: "
-                                          << Describe(res.params);
+    EXPECT_LE(res.grads.rel, kTolerance) << name << " rank " << g_comm->rank()
+                                         << ": gradients: " << Describe(res.grads);
+    EXPECT_LE(res.params.rel, kTolerance)
+        << name << " rank " << g_comm->rank() << ": parameters after 3 steps: " << Describe(res.params);
   }
 }
 

@@ -1,14 +1,13 @@
 // NcclCommunicator: always compiled and linked where CUDA + NCCL exist; the
 // GPU checks skip on machines without a CUDA device (CI here), and run on the
 // GPU machine through launch/device-check.sh.
-#include "executor/comm/nccl_communicator.h"
-
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "executor/comm/loopback_communicator.h"
+#include "executor/comm/nccl_communicator.h"
 
 namespace pw::exec {
 namespace {

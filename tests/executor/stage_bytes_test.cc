@@ -11,13 +11,13 @@
 #include <cstdio>
 #include <thread>
 
-#include "executor/runtime/engine.h"
 #include "executor/comm/loopback_communicator.h"
-#include "tests/testing/test_plans.h"
 #include "executor/runtime/cpu_allocator.h"
+#include "executor/runtime/engine.h"
 #include "models/spec/footprint.h"
 #include "models/spec/model_config.h"
 #include "tests/executor/executor_test_util.h"
+#include "tests/testing/test_plans.h"
 
 namespace pw::exec::testing {
 namespace {
@@ -140,8 +140,8 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
         int64_t planned_params = 0;
         for (int l = s.layer_begin; l < s.layer_end; ++l) planned_params += layers[l].held_params;
         const StageParameterBytes& real = built[s.index];
-        EXPECT_EQ(real.numel, planned_params) << c.name << ": stage " << s.index << " layers [" << s.layer_begin
-                                              << ", " << s.layer_end << ")";
+        EXPECT_EQ(real.numel, planned_params)
+            << c.name << ": stage " << s.index << " layers [" << s.layer_begin << ", " << s.layer_end << ")";
         EXPECT_EQ(real.bytes, planned_params * bytes) << c.name << ": stage " << s.index;
         // Static bytes: parameter + gradient + AdamW m + v, each of the element size.
         EXPECT_EQ(s.memory.static_bytes, real.bytes * 4) << c.name << ": stage " << s.index << " static bytes";
@@ -153,8 +153,8 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
       for (const StageParameterBytes& b : built) built_total += b.numel;
       const ModelConfig& mc = *plan->model;
       EXPECT_EQ(built_total, TotalParameters(mc) + (mc.tied ? mc.vocab * mc.hidden : 0)) << c.name;
-      std::printf("%-40s fp%d P=%d: %d stages, worst |planned - built| parameters = %lld\n", c.name.c_str(),
-                  bytes * 8, c.pp, plan->num_stages, static_cast<long long>(worst));
+      std::printf("%-40s fp%d P=%d: %d stages, worst |planned - built| parameters = %lld\n", c.name.c_str(), bytes * 8,
+                  c.pp, plan->num_stages, static_cast<long long>(worst));
     }
   }
 }
@@ -165,65 +165,68 @@ TEST(StageBytes, PlannedParameterBytesAreTheExecutorsTensors) {
 TEST(StageBytes, PlannedActivationBytesMatchTheCountingAllocator) {
   InstallTrackingCpuAllocator();
   const std::vector<std::pair<std::string, nlohmann::json>> models = {
-      {"gpt2 demo", nlohmann::json::parse(
+      {"gpt2 demo",
+       nlohmann::json::parse(
            R"({"model_type": "gpt2", "n_layer": 4, "n_embd": 128, "n_head": 4, "n_positions": 64, "vocab_size": 256,
                "tie_word_embeddings": false, "attn_pdrop": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0})")},
       // GQA with biases: the planner counts K and V at k heads (the grouped
       // attention never repeats them) and each RMSNorm's input only.
-      {"llama GQA+bias", nlohmann::json::parse(
+      {"llama GQA+bias",
+       nlohmann::json::parse(
            R"({"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 8,
                "num_key_value_heads": 2, "intermediate_size": 344, "max_position_embeddings": 64,
                "vocab_size": 256, "attention_bias": true, "mlp_bias": true})")},
       {"qwen2 MQA", nlohmann::json::parse(
-           R"({"model_type": "qwen2", "num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 4,
+                        R"({"model_type": "qwen2", "num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 4,
                "num_key_value_heads": 1, "head_dim": 48, "intermediate_size": 256, "max_position_embeddings": 64,
                "vocab_size": 256})")},
       // Qwen3: the q/k norms keep their inputs, s b (a + k) d (the family's
       // footprint terms, models/spec/model_family.cc).
-      {"qwen3 GQA hd48", nlohmann::json::parse(
+      {"qwen3 GQA hd48",
+       nlohmann::json::parse(
            R"({"model_type": "qwen3", "num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 4,
                "num_key_value_heads": 2, "head_dim": 48, "intermediate_size": 256, "max_position_embeddings": 64,
                "vocab_size": 256})")},
   };
   for (const auto& [model_name, demo] : models)
-  for (int rows : {1, 4}) {
-    for (int bytes : {4, 8}) {
-      PlanSpec spec;
-      spec.schedule = "gpipe";
-      spec.pp_size = 1;
-      spec.num_microbatches = 1;
-      spec.model = demo;
-      spec.seq_length = 64;
-      spec.micro_batch_size = rows;
-      spec.bytes_per_element = bytes;
-      StatusOr<Plan> plan = BuildPlan(spec);
-      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-      EngineOptions options = Fp64Options();
-      options.double_precision = bytes == 8;
-      auto hub = std::make_shared<LoopbackHub>(1, 60.0);
-      LoopbackCommunicator comm(hub, 0);
-      auto engine = Engine::Create(*plan, comm, options);
-      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-      const TokenBatch batch = RandomBatch(rows, 64, 7);
-      // A first step allocates gradients and AdamW state; the second is measured.
-      ASSERT_TRUE((*engine)->Step(batch).ok());
-      int64_t before_f = 0, before_b = 0;
-      StepHooks hooks;
-      const std::vector<Action>& actions = plan->ranks[0];
-      hooks.before_action = [&](int index) {
-        if (actions[index].type == ActionType::kF) before_f = TrackedCpuBytes();
-        if (actions[index].type == ActionType::kB) before_b = TrackedCpuBytes();
-      };
-      ASSERT_TRUE((*engine)->Step(batch, true, &hooks).ok());
-      const int64_t measured = before_b - before_f;
-      const int64_t planned = plan->stages[0].memory.activation;
-      const double ratio = static_cast<double>(measured) / static_cast<double>(planned);
-      std::printf("activation bytes, %s rows=%d fp%d: measured %lld, planned %lld, measured/planned %.3f\n",
-                  model_name.c_str(), rows, bytes * 8, static_cast<long long>(measured),
-                  static_cast<long long>(planned), ratio);
-      EXPECT_NEAR(ratio, 1.0, 0.10) << model_name << " rows=" << rows << " fp" << bytes * 8;
+    for (int rows : {1, 4}) {
+      for (int bytes : {4, 8}) {
+        PlanSpec spec;
+        spec.schedule = "gpipe";
+        spec.pp_size = 1;
+        spec.num_microbatches = 1;
+        spec.model = demo;
+        spec.seq_length = 64;
+        spec.micro_batch_size = rows;
+        spec.bytes_per_element = bytes;
+        StatusOr<Plan> plan = BuildPlan(spec);
+        ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+        EngineOptions options = Fp64Options();
+        options.double_precision = bytes == 8;
+        auto hub = std::make_shared<LoopbackHub>(1, 60.0);
+        LoopbackCommunicator comm(hub, 0);
+        auto engine = Engine::Create(*plan, comm, options);
+        ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+        const TokenBatch batch = RandomBatch(rows, 64, 7);
+        // A first step allocates gradients and AdamW state; the second is measured.
+        ASSERT_TRUE((*engine)->Step(batch).ok());
+        int64_t before_f = 0, before_b = 0;
+        StepHooks hooks;
+        const std::vector<Action>& actions = plan->ranks[0];
+        hooks.before_action = [&](int index) {
+          if (actions[index].type == ActionType::kF) before_f = TrackedCpuBytes();
+          if (actions[index].type == ActionType::kB) before_b = TrackedCpuBytes();
+        };
+        ASSERT_TRUE((*engine)->Step(batch, true, &hooks).ok());
+        const int64_t measured = before_b - before_f;
+        const int64_t planned = plan->stages[0].memory.activation;
+        const double ratio = static_cast<double>(measured) / static_cast<double>(planned);
+        std::printf("activation bytes, %s rows=%d fp%d: measured %lld, planned %lld, measured/planned %.3f\n",
+                    model_name.c_str(), rows, bytes * 8, static_cast<long long>(measured),
+                    static_cast<long long>(planned), ratio);
+        EXPECT_NEAR(ratio, 1.0, 0.10) << model_name << " rows=" << rows << " fp" << bytes * 8;
+      }
     }
-  }
 }
 
 }  // namespace

@@ -6,17 +6,16 @@
 // HF's decode, streaming a >1 MiB document and JSON Lines into token files
 // (ids identical to encoding at once), and bad files refused naming the field.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "executor/data/hf_tokenizer.h"
 #include "executor/data/tokenizer.h"
@@ -90,7 +89,8 @@ TEST_P(TokenizerJsonTest, StreamingTextAndJsonLinesMatchWholeEncoding) {
   const json expected = json::parse(Slurp(std::string(kDir) + name + ".expected.json"));
   auto tok = Tokenizer::Load(std::string(kDir) + name);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
-  const std::string unit = expected["texts"]["real"].get<std::string>() + expected["texts"]["stress"].get<std::string>();
+  const std::string unit =
+      expected["texts"]["real"].get<std::string>() + expected["texts"]["stress"].get<std::string>();
   std::string big;
   while (big.size() < (size_t{5} << 19)) big += unit;  // 2.5 MiB
   char tmpl[] = "/tmp/pw-tokjson-test-XXXXXX";
@@ -156,11 +156,11 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizerJsonTest, ::testing::ValuesIn(kFixtu
 TEST(TokenizerJson, ByteLevelMapIsGpt2s) {
   EXPECT_EQ(ByteLevelChar('A'), "A");
   EXPECT_EQ(ByteLevelChar('!'), "!");
-  EXPECT_EQ(ByteLevelChar(' '), "\xC4\xA0");     // U+0120 'Ġ'
-  EXPECT_EQ(ByteLevelChar('\n'), "\xC4\x8A");    // U+010A 'Ċ'
-  EXPECT_EQ(ByteLevelChar(0), "\xC4\x80");       // U+0100
-  EXPECT_EQ(ByteLevelChar(0xAD), "\xC5\x83");    // U+0143 (the last of the 68 remapped bytes)
-  EXPECT_EQ(ByteLevelChar(0xFF), "\xC3\xBF");    // ÿ
+  EXPECT_EQ(ByteLevelChar(' '), "\xC4\xA0");   // U+0120 'Ġ'
+  EXPECT_EQ(ByteLevelChar('\n'), "\xC4\x8A");  // U+010A 'Ċ'
+  EXPECT_EQ(ByteLevelChar(0), "\xC4\x80");     // U+0100
+  EXPECT_EQ(ByteLevelChar(0xAD), "\xC5\x83");  // U+0143 (the last of the 68 remapped bytes)
+  EXPECT_EQ(ByteLevelChar(0xFF), "\xC3\xBF");  // ÿ
 }
 
 // Bad files: refused naming the JSON field.

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string text = PlanToJson(*plan);
   StatusOr<Plan> again = ParsePlan(text, "round-trip.json");
-  fuzz::Check(again.ok(), "a written plan does not read back", again.ok() ? "" : again.status().message() + "\n" + text);
+  fuzz::Check(again.ok(), "a written plan does not read back",
+              again.ok() ? "" : again.status().message() + "\n" + text);
   fuzz::Check(PlanToJson(*again) == text, "plan round trip changes the text", text);
   (void)PlanHash(*plan);
   Program program = PlanProgram(*plan);

@@ -57,8 +57,8 @@ struct Field {
   Type type = Type::kString;
   bool required = false;
   const Object* object = nullptr;
-  std::vector<std::string> allowed;  // kString: allowed values; kMap: allowed keys (empty = any)
-  Type element = Type::kString;      // kList / kMap of scalars
+  std::vector<std::string> allowed;                   // kString: allowed values; kMap: allowed keys (empty = any)
+  Type element = Type::kString;                       // kList / kMap of scalars
   int64_t min = std::numeric_limits<int64_t>::min();  // kInt
 };
 
@@ -121,18 +121,15 @@ Field Map(std::string key, Type element, const Object* o = nullptr, std::vector<
 }
 
 // core/v1 (k8s.io/api/core/v1/types.go), the fields pipewright may write.
-const Object kObjectMeta{"ObjectMeta",
-                         {Str("name"), Str("namespace"), Map("labels", Type::kString),
-                          Map("annotations", Type::kString)}};
+const Object kObjectMeta{
+    "ObjectMeta", {Str("name"), Str("namespace"), Map("labels", Type::kString), Map("annotations", Type::kString)}};
 const Object kEnvVar{"EnvVar", {Str("name", true), Str("value")}};
-const Object kResources{"ResourceRequirements",
-                        {Map("limits", Type::kQuantity), Map("requests", Type::kQuantity)}};
-const Object kVolumeMount{"VolumeMount",
-                          {Str("name", true), Str("mountPath", true), Bool("readOnly"), Str("subPath")}};
-const Object kContainer{"Container",
-                        {Str("name", true), Str("image"), ScalarList("command", Type::kString),
-                         ScalarList("args", Type::kString), List("env", &kEnvVar), Obj("resources", &kResources),
-                         List("volumeMounts", &kVolumeMount), Str("workingDir")}};
+const Object kResources{"ResourceRequirements", {Map("limits", Type::kQuantity), Map("requests", Type::kQuantity)}};
+const Object kVolumeMount{"VolumeMount", {Str("name", true), Str("mountPath", true), Bool("readOnly"), Str("subPath")}};
+const Object kContainer{
+    "Container",
+    {Str("name", true), Str("image"), ScalarList("command", Type::kString), ScalarList("args", Type::kString),
+     List("env", &kEnvVar), Obj("resources", &kResources), List("volumeMounts", &kVolumeMount), Str("workingDir")}};
 const Object kConfigMapSource{"ConfigMapVolumeSource", {Str("name", true), Int("defaultMode", false, 0)}};
 const Object kEmptyDir{"EmptyDirVolumeSource",
                        {Str("medium", false, {"", "Memory"}), Map("sizeLimit", Type::kQuantity)}};
@@ -140,14 +137,14 @@ const Object kClaimSource{"PersistentVolumeClaimVolumeSource", {Str("claimName",
 const Object kVolume{"Volume",
                      {Str("name", true), Obj("configMap", &kConfigMapSource), Obj("emptyDir", &kEmptyDir),
                       Obj("persistentVolumeClaim", &kClaimSource)}};
-const Object kToleration{"Toleration",
-                         {Str("key"), Str("operator", false, {"Exists", "Equal"}), Str("value"),
-                          Str("effect", false, {"NoSchedule", "PreferNoSchedule", "NoExecute"}),
-                          Int("tolerationSeconds")}};
-const Object kPodSpec{"PodSpec",
-                      {List("containers", &kContainer, true), List("volumes", &kVolume),
-                       List("tolerations", &kToleration), Str("schedulerName"), Map("nodeSelector", Type::kString),
-                       Str("priorityClassName")}};
+const Object kToleration{
+    "Toleration",
+    {Str("key"), Str("operator", false, {"Exists", "Equal"}), Str("value"),
+     Str("effect", false, {"NoSchedule", "PreferNoSchedule", "NoExecute"}), Int("tolerationSeconds")}};
+const Object kPodSpec{
+    "PodSpec",
+    {List("containers", &kContainer, true), List("volumes", &kVolume), List("tolerations", &kToleration),
+     Str("schedulerName"), Map("nodeSelector", Type::kString), Str("priorityClassName")}};
 const Object kPodTemplateSpec{"PodTemplateSpec", {Obj("metadata", &kObjectMeta), Obj("spec", &kPodSpec, true)}};
 // kubeflow.org/v2beta1 (mpi-operator). ReplicaSpec.restartPolicy: the type
 // allows Always, OnFailure, Never, ExitCode; validation accepts Never and
@@ -159,17 +156,17 @@ const Object kReplicaSpec{"ReplicaSpec",
 const Object kSchedulingPolicy{"SchedulingPolicy",
                                {Int("minAvailable", false, 1), Str("queue"), Map("minResources", Type::kQuantity),
                                 Str("priorityClass"), Int("scheduleTimeoutSeconds", false, 0)}};
-const Object kRunPolicy{"RunPolicy",
-                        {Str("cleanPodPolicy", true, {"None", "Running", "All"}),
-                         Int("ttlSecondsAfterFinished", false, 0), Int("activeDeadlineSeconds", false, 0),
-                         Int("backoffLimit", false, 0), Obj("schedulingPolicy", &kSchedulingPolicy), Bool("suspend"),
-                         Str("managedBy")}};
-const Object kMpiJobSpec{"MPIJobSpec",
-                         {Int("slotsPerWorker", true, 1), Obj("runPolicy", &kRunPolicy, true),
-                          Map("mpiReplicaSpecs", Type::kObject, &kReplicaSpec, {"Launcher", "Worker"}, true),
-                          Str("sshAuthMountPath", true), Str("mpiImplementation", true, {"OpenMPI", "Intel", "MPICH"}),
-                          Bool("runLauncherAsWorker"),
-                          Str("launcherCreationPolicy", false, {"AtStartup", "WaitForWorkersReady"})}};
+const Object kRunPolicy{
+    "RunPolicy",
+    {Str("cleanPodPolicy", true, {"None", "Running", "All"}), Int("ttlSecondsAfterFinished", false, 0),
+     Int("activeDeadlineSeconds", false, 0), Int("backoffLimit", false, 0), Obj("schedulingPolicy", &kSchedulingPolicy),
+     Bool("suspend"), Str("managedBy")}};
+const Object kMpiJobSpec{
+    "MPIJobSpec",
+    {Int("slotsPerWorker", true, 1), Obj("runPolicy", &kRunPolicy, true),
+     Map("mpiReplicaSpecs", Type::kObject, &kReplicaSpec, {"Launcher", "Worker"}, true), Str("sshAuthMountPath", true),
+     Str("mpiImplementation", true, {"OpenMPI", "Intel", "MPICH"}), Bool("runLauncherAsWorker"),
+     Str("launcherCreationPolicy", false, {"AtStartup", "WaitForWorkersReady"})}};
 const Object kMpiJob{"MPIJob",
                      {Str("apiVersion", true, {"kubeflow.org/v2beta1"}), Str("kind", true, {"MPIJob"}),
                       Obj("metadata", &kObjectMeta, true), Obj("spec", &kMpiJobSpec, true)}};
@@ -203,7 +200,9 @@ void CheckScalar(const YAML::Node& n, Type t, const std::string& path, std::vect
       if (!((r == Scalar::kInt) || (r == Scalar::kString && IsQuantity(n.Scalar()))))
         errors->push_back(path + ": '" + n.Scalar() + "' is not a resource quantity");
       break;
-    default: errors->push_back(path + ": schema error"); break;
+    default:
+      errors->push_back(path + ": schema error");
+      break;
   }
 }
 
@@ -224,7 +223,9 @@ void CheckField(const YAML::Node& v, const Field& f, const std::string& path, st
       if (v.IsScalar() && Resolve(v) == Scalar::kInt && v.as<int64_t>() < f.min)
         errors->push_back(path + ": " + v.Scalar() + " is below " + std::to_string(f.min));
       break;
-    case Type::kObject: CheckObject(v, *f.object, path, errors); break;
+    case Type::kObject:
+      CheckObject(v, *f.object, path, errors);
+      break;
     case Type::kList:
       if (!v.IsSequence()) {
         errors->push_back(path + ": expected a list");

@@ -7,6 +7,8 @@
 // Toleration, ResourceRequirements; ConfigMap), for plans of several
 // pp_size x dp_size, then the layout (ranks, workers, gang size) and the
 // refusals. Plans come from the real `pipewright plan`.
+#include "launch/mpijob.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +23,6 @@
 #include <regex>
 #include <sstream>
 
-#include "launch/mpijob.h"
 #include "base/file_io.h"
 #include "plan/plan.h"
 #include "schedules/validate.h"
@@ -46,7 +47,8 @@ class MpiJobTest : public ::testing::Test {
     dir_ = new std::string(tmpl);
     std::ofstream(*dir_ + "/model.json")
         << R"({"n_layer": 4, "n_embd": 16, "n_head": 2, "n_positions": 16, "vocab_size": 256, "model_type": "gpt2",)"
-        << R"( "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0})" << "\n";
+        << R"( "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0})"
+        << "\n";
   }
   static void TearDownTestSuite() {
     std::system(("rm -rf '" + *dir_ + "'").c_str());
@@ -63,9 +65,11 @@ class MpiJobTest : public ::testing::Test {
   // B/W (and the message right after), global batch the replica's or dp x it.
   static std::string PlanText(int pp, int dp) {
     const std::string path = *dir_ + "/plan_" + std::to_string(pp) + "x" + std::to_string(dp) + ".json";
-    const std::string base = "plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp "
-                             "--schedule 1f1b --num-microbatches 4 --seq-length 16 --micro-batch-size 2 "
-                             "--model-config " + *dir_ + "/model.json --pp " + std::to_string(pp) + " -o " + path;
+    const std::string base =
+        "plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp "
+        "--schedule 1f1b --num-microbatches 4 --seq-length 16 --micro-batch-size 2 "
+        "--model-config " +
+        *dir_ + "/model.json --pp " + std::to_string(pp) + " -o " + path;
     if (dp == 1 || Cli(base + " --dp " + std::to_string(dp)) != 0) {
       EXPECT_EQ(Cli(base), 0) << "pipewright plan failed: " << base;
       if (dp != 1) {
@@ -172,8 +176,8 @@ TEST_F(MpiJobTest, SchemaCheckerCatchesViolations) {
     ASSERT_NE(at, std::string::npos) << from;
     bad.replace(at, from.size(), to);
     const std::string errors = Join(SchemaErrors(bad));
-    EXPECT_NE(errors.find(error), std::string::npos)
-        << from << " -> " << to << ": want '" << error << "' in:\n" << errors;
+    EXPECT_NE(errors.find(error), std::string::npos) << from << " -> " << to << ": want '" << error << "' in:\n"
+                                                     << errors;
   }
   // The ConfigMap too: data values are strings.
   std::string bad = *yaml;
@@ -189,10 +193,9 @@ struct Case {
 
 // Several grids: schema, then every number the contract fixes.
 TEST_F(MpiJobTest, ManifestsMatchTheApiAndThePlan) {
-  const std::vector<Case> cases = {{1, 1, 1, "default", ""},   {2, 1, 1, "default", ""},
-                                   {2, 1, 2, "volcano", ""},   {2, 2, 4, "volcano", "research"},
-                                   {4, 2, 8, "volcano", "a.b"}, {4, 2, 2, "default", ""},
-                                   {3, 2, 3, "volcano", ""},   {2, 4, 4, "default", ""}};
+  const std::vector<Case> cases = {
+      {1, 1, 1, "default", ""},    {2, 1, 1, "default", ""}, {2, 1, 2, "volcano", ""}, {2, 2, 4, "volcano", "research"},
+      {4, 2, 8, "volcano", "a.b"}, {4, 2, 2, "default", ""}, {3, 2, 3, "volcano", ""}, {2, 4, 4, "default", ""}};
   for (const Case& c : cases) {
     SCOPED_TRACE("pp " + std::to_string(c.pp) + " dp " + std::to_string(c.dp) + " G " + std::to_string(c.g) + " " +
                  c.scheduler);
@@ -269,10 +272,16 @@ TEST_F(MpiJobTest, ManifestsMatchTheApiAndThePlan) {
     EXPECT_FALSE(launcher["resources"]["limits"]);  // the launcher holds no GPU
     EXPECT_EQ(StringList(launcher["command"]), std::vector<std::string>{"mpirun"});
     const std::vector<std::string> args = StringList(launcher["args"]);
-    const std::vector<std::string> want = {"-np", std::to_string(ranks), "--bind-to", "none", "--map-by", "slot",
-                                           "-x", "OMP_NUM_THREADS=1", "pipewright", "run", "--plan",
-                                           "/etc/pipewright/plan.json", "--device", "cuda", "--data",
-                                           "/data/corpus.txt", "--steps", "100", "--comm", "nccl"};
+    const std::vector<std::string> want = {"-np",        std::to_string(ranks),
+                                           "--bind-to",  "none",
+                                           "--map-by",   "slot",
+                                           "-x",         "OMP_NUM_THREADS=1",
+                                           "pipewright", "run",
+                                           "--plan",     "/etc/pipewright/plan.json",
+                                           "--device",   "cuda",
+                                           "--data",     "/data/corpus.txt",
+                                           "--steps",    "100",
+                                           "--comm",     "nccl"};
     EXPECT_EQ(args, want);
   }
 }
@@ -349,7 +358,7 @@ TEST_F(MpiJobTest, BadRequestsAreRefused) {
   o.run_args = {"--steps", "3"};
   refused(o, {"--data FILE"});
   for (const std::string claim : {"nocolon", "Data:/data", "data:rel/path", "data:/", "data:/d/",
-                                   "data:/etc/pipewright", "data:/dev/shm/x", "data:/etc"}) {
+                                  "data:/etc/pipewright", "data:/dev/shm/x", "data:/etc"}) {
     o = Options(1);
     o.claims = {claim};
     refused(o, {"--pvc '" + claim + "'"});
@@ -390,9 +399,11 @@ TEST_F(MpiJobTest, BadRequestsAreRefused) {
 // ranks) in one Worker pod.
 TEST_F(MpiJobTest, TensorParallelGroupsStayInOnePod) {
   const std::string path = *dir_ + "/plan_tp2.json";
-  const std::string cmd = "plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp "
-                          "--schedule 1f1b --num-microbatches 4 --seq-length 16 --micro-batch-size 2 "
-                          "--model-config " + *dir_ + "/model.json --pp 2 --tp 2 -o " + path;
+  const std::string cmd =
+      "plan --device cpu-core --dtype fp32 --recompute-granularity none --no-min-pp "
+      "--schedule 1f1b --num-microbatches 4 --seq-length 16 --micro-batch-size 2 "
+      "--model-config " +
+      *dir_ + "/model.json --pp 2 --tp 2 -o " + path;
   ASSERT_EQ(Cli(cmd), 0) << cmd;
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

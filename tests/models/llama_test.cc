@@ -8,6 +8,8 @@
 // Qwen3Attention written here with plain tensor ops from the block's own
 // parameters (per-head RMSNorm of q and k before RoPE), output and input
 // gradient in fp64.
+#include "models/torch/llama.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +18,6 @@
 
 #include "models/spec/model_family.h"
 #include "models/torch/gpt.h"
-#include "models/torch/llama.h"
 
 namespace pw::models {
 namespace {
@@ -30,8 +31,8 @@ TEST(Rope, RotatesEachChannelPairByPositionTimesFrequency) {
     s.factor = 4.0;
     auto [cos, sin] = RopeCosSin(T, D, theta, s, torch::kDouble);  // (T, D)
     torch::manual_seed(3);
-    torch::Tensor x = torch::randn({2, T, 3, D}, torch::kDouble);              // (b, T, heads, D)
-    torch::Tensor y = ApplyRope(x, cos.unsqueeze(1), sin.unsqueeze(1));       // (b, T, heads, D)
+    torch::Tensor x = torch::randn({2, T, 3, D}, torch::kDouble);        // (b, T, heads, D)
+    torch::Tensor y = ApplyRope(x, cos.unsqueeze(1), sin.unsqueeze(1));  // (b, T, heads, D)
     auto xa = x.accessor<double, 4>();
     auto ya = y.accessor<double, 4>();
     double worst = 0;
@@ -172,8 +173,8 @@ torch::Tensor Qwen3BlockFormula(const ModelConfig& m, const std::map<std::string
   };
   auto rope = [&](const torch::Tensor& v) {  // v (b, heads, T, D)
     torch::Tensor inv = torch::pow(m.rope_theta, -torch::arange(0, D, 2, torch::kDouble) / double(D));  // (D/2)
-    torch::Tensor ang = torch::outer(torch::arange(T, torch::kDouble), inv);                           // (T, D/2)
-    torch::Tensor cos = torch::cat({ang, ang}, -1).cos(), sin = torch::cat({ang, ang}, -1).sin();      // (T, D)
+    torch::Tensor ang = torch::outer(torch::arange(T, torch::kDouble), inv);                            // (T, D/2)
+    torch::Tensor cos = torch::cat({ang, ang}, -1).cos(), sin = torch::cat({ang, ang}, -1).sin();       // (T, D)
     torch::Tensor half = torch::cat({-v.narrow(-1, D / 2, D / 2), v.narrow(-1, 0, D / 2)}, -1);
     return v * cos + half * sin;
   };
@@ -185,16 +186,16 @@ torch::Tensor Qwen3BlockFormula(const ModelConfig& m, const std::map<std::string
     k = rms(k, p.at("k_norm.weight"));
   }
   torch::Tensor v = torch::matmul(n1, p.at("v_proj.weight").t()).view({b, T, K, D}).transpose(1, 2);
-  q = rope(q.transpose(1, 2));                                  // (b, H, T, D)
-  k = rope(k.transpose(1, 2)).repeat_interleave(H / K, 1);      // (b, H, T, D)
-  v = v.repeat_interleave(H / K, 1);                            // (b, H, T, D)
+  q = rope(q.transpose(1, 2));                              // (b, H, T, D)
+  k = rope(k.transpose(1, 2)).repeat_interleave(H / K, 1);  // (b, H, T, D)
+  v = v.repeat_interleave(H / K, 1);                        // (b, H, T, D)
   torch::Tensor s = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(D));
   s = s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -INFINITY);
   torch::Tensor y = torch::matmul(torch::softmax(s, -1), v).transpose(1, 2).reshape({b, T, H * D});
   torch::Tensor h = x + torch::matmul(y, p.at("o_proj.weight").t());
   torch::Tensor n2 = rms(h, p.at("post_attention_layernorm.weight"));
-  torch::Tensor g = torch::silu(torch::matmul(n2, p.at("gate_proj.weight").t())) *
-                    torch::matmul(n2, p.at("up_proj.weight").t());
+  torch::Tensor g =
+      torch::silu(torch::matmul(n2, p.at("gate_proj.weight").t())) * torch::matmul(n2, p.at("up_proj.weight").t());
   return h + torch::matmul(g, p.at("down_proj.weight").t());
 }
 

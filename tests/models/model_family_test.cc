@@ -5,6 +5,8 @@
 // builds (models/torch/executor_model.h) is refused naming the field; Qwen3
 // reads as transformers' Qwen3Config does, and its footprint adds exactly
 // its q/k norms (closed forms against the Llama of the same sizes).
+#include "models/spec/model_family.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -14,7 +16,6 @@
 #include "models/spec/footprint.h"
 #include "models/spec/hf_weights.h"
 #include "models/spec/model_config.h"
-#include "models/spec/model_family.h"
 #include "models/torch/executor_model.h"
 
 namespace pw {
@@ -27,7 +28,8 @@ void ExpectRefused(const json& c, const std::string& want, const std::string& wh
   auto m = ParseModelConfig(c, "x.json");
   ASSERT_FALSE(m.ok()) << what << ": accepted " << c.dump();
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << what;
-  EXPECT_NE(m.status().message().find("x.json: " + want), std::string::npos) << what << ": said " << m.status().message();
+  EXPECT_NE(m.status().message().find("x.json: " + want), std::string::npos)
+      << what << ": said " << m.status().message();
 }
 
 TEST(FamilyRegistry, OneRowPerFamilyInEnumOrder) {
@@ -62,7 +64,7 @@ TEST(FamilyRegistry, OneRowPerFamilyInEnumOrder) {
 }
 
 TEST(OneConfigReader, ErrorsNameTheBadField) {
-  const json base = {{"model_type", "gpt2"}, {"n_layer", 2},       {"n_embd", 16},
+  const json base = {{"model_type", "gpt2"}, {"n_layer", 2},      {"n_embd", 16},
                      {"n_head", 4},          {"n_positions", 16}, {"vocab_size", 256}};
   static const struct {
     const char* key;
@@ -81,8 +83,9 @@ TEST(OneConfigReader, ErrorsNameTheBadField) {
       {"n_positions", false, "field 'n_positions' must be a positive integer, got false"},
       {"vocab_size", 0, "field 'vocab_size' must be a positive integer, got 0"},
       {"n_head", 3, "field 'n_embd' (16) is not divisible by field 'n_head' (3)"},
-      {"num_key_value_heads", 3, "field 'num_key_value_heads' (3) differs from the attention heads (4): GPT-2 has no "
-                                 "grouped-query attention"},
+      {"num_key_value_heads", 3,
+       "field 'num_key_value_heads' (3) differs from the attention heads (4): GPT-2 has no "
+       "grouped-query attention"},
       {"num_key_value_heads", 0, "field 'num_key_value_heads' must be a positive integer, got 0"},
   };
   for (const auto& c : cases) {
@@ -94,13 +97,13 @@ TEST(OneConfigReader, ErrorsNameTheBadField) {
     ExpectRefused(j, c.want, std::string(c.key) + "=" + c.value.dump());
   }
   // Generic names are named as written.
-  json generic = {{"model_type", "gpt2"}, {"num_hidden_layers", 2}, {"hidden_size", 16}, {"num_attention_heads", 4},
-                  {"max_position_embeddings", 16}, {"vocab_size", 256}, {"intermediate_size", -1}};
+  json generic = {{"model_type", "gpt2"},     {"num_hidden_layers", 2},        {"hidden_size", 16},
+                  {"num_attention_heads", 4}, {"max_position_embeddings", 16}, {"vocab_size", 256},
+                  {"intermediate_size", -1}};
   ExpectRefused(generic, "field 'intermediate_size' must be a positive integer, got -1", "intermediate_size");
   generic["intermediate_size"] = 64;
   generic["hidden_size"] = 18;
-  ExpectRefused(generic, "field 'hidden_size' (18) is not divisible by field 'num_attention_heads' (4)",
-                   "hidden_size");
+  ExpectRefused(generic, "field 'hidden_size' (18) is not divisible by field 'num_attention_heads' (4)", "hidden_size");
 }
 
 TEST(OneConfigReader, FamilyRule) {
@@ -136,8 +139,13 @@ TEST(OneConfigReader, FamilyRule) {
   // GPT-2 has no grouped-query attention: a kv head count other than the
   // head count is refused, not dropped by the writer.
   {
-    json gqa = {{"model_type", "gpt2"}, {"n_layer", 2},      {"n_embd", 16},        {"n_head", 4},
-                {"n_positions", 16},   {"vocab_size", 256}, {"num_key_value_heads", 2}};
+    json gqa = {{"model_type", "gpt2"},
+                {"n_layer", 2},
+                {"n_embd", 16},
+                {"n_head", 4},
+                {"n_positions", 16},
+                {"vocab_size", 256},
+                {"num_key_value_heads", 2}};
     auto m = ParseModelConfig(gqa, "g.json");
     ASSERT_FALSE(m.ok());
     EXPECT_NE(m.status().message().find("g.json: field 'num_key_value_heads' (2) differs from the attention heads (4)"),
@@ -148,8 +156,9 @@ TEST(OneConfigReader, FamilyRule) {
   }
   auto bad = ConfigModelFamily(json::parse(R"({"model_type": "t5"})"), "x.json");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("x.json: field 'model_type' is 't5'; known: gpt2, llama, mistral, qwen2, qwen3"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.status().message().find("x.json: field 'model_type' is 't5'; known: gpt2, llama, mistral, qwen2, qwen3"),
+      std::string::npos)
       << bad.status().message();
   // Found by tests/fuzz/model_config_fuzz: a DEL byte (legal unescaped in a
   // JSON string) was quoted raw.
@@ -159,12 +168,11 @@ TEST(OneConfigReader, FamilyRule) {
       << bad.status().message();
 }
 
-
 // What the executor builds: the family's shape and no dropout, each refusal
 // naming the field (a plan's model section can say anything).
 TEST(ExecutorModel, RefusalsNameTheField) {
-  const json llama = {{"model_type", "llama"}, {"num_hidden_layers", 2}, {"hidden_size", 16},
-                      {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 32},
+  const json llama = {{"model_type", "llama"},         {"num_hidden_layers", 2},   {"hidden_size", 16},
+                      {"num_attention_heads", 4},      {"num_key_value_heads", 2}, {"intermediate_size", 32},
                       {"max_position_embeddings", 16}, {"vocab_size", 256}};
   auto base = ParseModelConfig(llama, "x.json");
   ASSERT_TRUE(base.ok()) << base.status().ToString();
@@ -198,8 +206,8 @@ TEST(ExecutorModel, RefusalsNameTheField) {
   EXPECT_TRUE(models::CheckExecutorModel(m, "m").ok());
   m.qkv_bias = true;  // only qwen2 (family llama) has Q, K, V-only biases
   refused(m, "qkv_bias' is true");
-  const json gpt2 = {{"model_type", "gpt2"}, {"n_layer", 2}, {"n_embd", 16}, {"n_head", 4}, {"n_positions", 16},
-                     {"vocab_size", 256}};
+  const json gpt2 = {{"model_type", "gpt2"}, {"n_layer", 2},      {"n_embd", 16},
+                     {"n_head", 4},          {"n_positions", 16}, {"vocab_size", 256}};
   auto g = ParseModelConfig(gpt2, "x.json");
   ASSERT_TRUE(g.ok());
   refused(*g, "dropout' is true (attn_pdrop, resid_pdrop or embd_pdrop > 0; HF's default is 0.1)");
@@ -295,9 +303,9 @@ TEST(Qwen3, FootprintAddsExactlyTheQkNorms) {
   // ffn 3072, vocab 151936, tied): its model card states 0.6B parameters,
   // 0.44B of them non-embedding; by hand, 28 x (6291456 attention + 9437184
   // MLP + 2048 norms + 256 q/k norms) + 155582464 table + 1024 final norm.
-  json q06 = {{"model_type", "qwen3"}, {"num_hidden_layers", 28}, {"hidden_size", 1024},
-              {"num_attention_heads", 16}, {"num_key_value_heads", 8}, {"head_dim", 128},
-              {"intermediate_size", 3072}, {"vocab_size", 151936}, {"max_position_embeddings", 40960},
+  json q06 = {{"model_type", "qwen3"},       {"num_hidden_layers", 28},   {"hidden_size", 1024},
+              {"num_attention_heads", 16},   {"num_key_value_heads", 8},  {"head_dim", 128},
+              {"intermediate_size", 3072},   {"vocab_size", 151936},      {"max_position_embeddings", 40960},
               {"tie_word_embeddings", true}, {"sliding_window", nullptr}, {"use_sliding_window", false}};
   auto q06m = ParseModelConfig(q06, "qwen3-0.6b.json");
   ASSERT_TRUE(q06m.ok()) << q06m.status().ToString();

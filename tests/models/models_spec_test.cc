@@ -25,9 +25,9 @@ TEST(ModelConfigs, ParameterCountsMatchPublished) {
     int64_t published;
     double tolerance;
   } cases[] = {
-      {"gpt2", 124439808, 0},           {"gpt2-medium", 354823168, 0},   {"gpt2-xl", 1557611200, 0},
-      {"llama-2-7b", 6738415616, 0},    {"llama-2-13b", 13015864320, 0}, {"llama-2-70b", 68976648192, 0},
-      {"llama-3-8b", 8030261248, 0},    {"llama-3-70b", 70553706496, 0}, {"gpt3-175b", 175000000000, 0.005},
+      {"gpt2", 124439808, 0},        {"gpt2-medium", 354823168, 0},   {"gpt2-xl", 1557611200, 0},
+      {"llama-2-7b", 6738415616, 0}, {"llama-2-13b", 13015864320, 0}, {"llama-2-70b", 68976648192, 0},
+      {"llama-3-8b", 8030261248, 0}, {"llama-3-70b", 70553706496, 0}, {"gpt3-175b", 175000000000, 0.005},
   };
   for (const auto& c : cases) {
     ModelConfig m = Load(c.name);
@@ -124,8 +124,8 @@ TEST(Footprint, StaticBytesPerParam) {
 }
 
 TEST(ModelConfigs, ErrorsNameTheField) {
-  nlohmann::json c = {{"model_type", "llama"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"vocab_size", 100},
-                      {"intermediate_size", 128}, {"max_position_embeddings", 32}};
+  nlohmann::json c = {{"model_type", "llama"}, {"hidden_size", 64},        {"num_attention_heads", 4},
+                      {"vocab_size", 100},     {"intermediate_size", 128}, {"max_position_embeddings", 32}};
   auto r = ParseModelConfig(c, "x.json");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("n_layer' or 'num_hidden_layers"), std::string::npos) << r.status().ToString();
@@ -146,9 +146,9 @@ TEST(ModelConfigs, ErrorsNameTheField) {
 }
 
 nlohmann::json SmallLlama() {
-  return {{"model_type", "llama"}, {"num_hidden_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 4},
-          {"num_key_value_heads", 2}, {"vocab_size", 100}, {"intermediate_size", 128},
-          {"max_position_embeddings", 32}};
+  return {{"model_type", "llama"},    {"num_hidden_layers", 2},       {"hidden_size", 64},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 2},     {"vocab_size", 100},
+          {"intermediate_size", 128}, {"max_position_embeddings", 32}};
 }
 
 void ExpectRefusedNaming(const nlohmann::json& c, const std::string& field) {
@@ -173,8 +173,8 @@ TEST(ModelConfigs, LlamaFamilyBadInputNamesTheField) {
   c["rope_parameters"] = {{"rope_type", "dynamic"}, {"factor", 2.0}, {"rope_theta", 10000.0}};
   ExpectRefusedNaming(c, "rope_parameters.rope_type");
   c = SmallLlama();
-  c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                       {"original_max_position_embeddings", 8192}};
+  c["rope_scaling"] = {
+      {"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"original_max_position_embeddings", 8192}};
   ExpectRefusedNaming(c, "rope_scaling.high_freq_factor");
   c = SmallLlama();
   c["rope_scaling"] = {{"rope_type", "linear"}};
@@ -224,8 +224,11 @@ TEST(ModelConfigs, RopeScalingOfBothTransformersVersions) {
   EXPECT_EQ(r->rope_scaling.factor, 2.5);
   // 4.x Llama 3.1 config.
   c["rope_theta"] = 500000.0;
-  c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  c["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
   r = ParseModelConfig(c, "x.json");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->rope_scaling.type, RopeScaling::Type::kLlama3);
@@ -255,10 +258,10 @@ TEST(ModelConfigs, Qwen2CountsQkvBiasesOnly) {
   const int64_t d = 16, a = 4, k = 2, L = 2;
   EXPECT_EQ(TotalParameters(*qwen) - TotalParameters(*llama), L * (a * d + 2 * k * d));
   // Qwen2-0.5B's published count: 494,032,768 (tied embeddings).
-  nlohmann::json q05 = {{"model_type", "qwen2"}, {"num_hidden_layers", 24}, {"hidden_size", 896},
-                        {"num_attention_heads", 14}, {"num_key_value_heads", 2}, {"intermediate_size", 4864},
-                        {"vocab_size", 151936}, {"max_position_embeddings", 32768}, {"tie_word_embeddings", true},
-                        {"sliding_window", 32768}, {"use_sliding_window", false}};
+  nlohmann::json q05 = {{"model_type", "qwen2"},     {"num_hidden_layers", 24},          {"hidden_size", 896},
+                        {"num_attention_heads", 14}, {"num_key_value_heads", 2},         {"intermediate_size", 4864},
+                        {"vocab_size", 151936},      {"max_position_embeddings", 32768}, {"tie_word_embeddings", true},
+                        {"sliding_window", 32768},   {"use_sliding_window", false}};
   auto q = ParseModelConfig(q05, "qwen2-0.5b.json");
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_EQ(TotalParameters(*q), 494032768);
@@ -266,12 +269,11 @@ TEST(ModelConfigs, Qwen2CountsQkvBiasesOnly) {
 
 TEST(ModelConfigs, Gpt2HiddenMustSplitIntoHeads) {
   // GPT-2 has no head_dim: n_embd must be a multiple of n_head.
-  nlohmann::json c = {{"model_type", "gpt2"}, {"n_layer", 2}, {"n_embd", 100}, {"n_head", 7},
-                      {"vocab_size", 50}, {"n_positions", 64}};
+  nlohmann::json c = {{"model_type", "gpt2"}, {"n_layer", 2},     {"n_embd", 100},
+                      {"n_head", 7},          {"vocab_size", 50}, {"n_positions", 64}};
   auto r = ParseModelConfig(c, "x.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("field 'n_embd' (100) is not divisible by field 'n_head' (7)"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("field 'n_embd' (100) is not divisible by field 'n_head' (7)"), std::string::npos)
       << r.status().ToString();
   c["head_dim"] = 10;  // not a GPT-2 field: does not make it valid
   EXPECT_FALSE(ParseModelConfig(c, "x.json").ok());
@@ -291,7 +293,8 @@ TEST(Devices, ShippedSpecsLoad) {
   // reserve: 1 GiB context + 256 MiB NCCL buffers + 5 % fragmentation.
   const DeviceSpec h100 = *LoadDeviceSpec("H100-80GB");
   EXPECT_EQ(h100.memory_bytes, int64_t{81559} << 20);
-  EXPECT_EQ(h100.ReserveBytes(), (int64_t{1} << 30) + (int64_t{256} << 20) + static_cast<int64_t>(0.05 * static_cast<double>(int64_t{81559} << 20)));
+  EXPECT_EQ(h100.ReserveBytes(), (int64_t{1} << 30) + (int64_t{256} << 20) +
+                                     static_cast<int64_t>(0.05 * static_cast<double>(int64_t{81559} << 20)));
   EXPECT_EQ(h100.UsableBytes(), h100.memory_bytes - h100.ReserveBytes());
   EXPECT_EQ(LoadDeviceSpec("cpu-core")->ReserveBytes(), 0) << "no CUDA runtime on a CPU rank";
   // The reserve round-trips and bad reserves name the field.
@@ -309,8 +312,12 @@ TEST(Devices, ShippedSpecsLoad) {
   j["runtime_reserve"]["fragmentation_fraction"] = 0.05;
   j["runtime_reserve"]["cuda_context_bytes"] = j["memory_bytes"];
   ASSERT_FALSE(ParseDeviceSpec(j, "dev.json").ok()) << "a reserve above the capacity";
-  auto bad = ParseDeviceSpec({{"name", "x"}, {"memory_bytes", 1}, {"peak_flops", 1e12}, {"efficiency", 1.5},
-                              {"memory_bandwidth_bytes_per_s", 1e9}, {"p2p_bandwidth_bytes_per_s", 1e9},
+  auto bad = ParseDeviceSpec({{"name", "x"},
+                              {"memory_bytes", 1},
+                              {"peak_flops", 1e12},
+                              {"efficiency", 1.5},
+                              {"memory_bandwidth_bytes_per_s", 1e9},
+                              {"p2p_bandwidth_bytes_per_s", 1e9},
                               {"p2p_latency_s", 0}},
                              "dev.json");
   ASSERT_FALSE(bad.ok());

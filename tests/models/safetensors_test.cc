@@ -2,16 +2,17 @@
 // every malformed case names the file and the tensor/field; F16 and BF16
 // convert exactly to hand-computed values; the writer round-trips, shards,
 // and refuses bad input. Also the HF name table and config (hf_weights.h).
+#include "models/spec/safetensors.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "models/spec/hf_weights.h"
-#include "models/spec/safetensors.h"
 
 namespace pw::safetensors {
 namespace {
@@ -19,8 +20,8 @@ namespace {
 class SafetensorsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("pw_st_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("pw_st_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -133,29 +134,29 @@ TEST_F(SafetensorsTest, MalformedFilesNameTheFileAndField) {
               {"tensor 'w'", "missing field 'shape'"});
   ExpectError(Make("nooff.safetensors", R"({"w": {"dtype": "F32", "shape": [2]}})", Bytes({1, 2})),
               {"tensor 'w'", "missing field 'data_offsets'"});
-  ExpectError(Make("dtype.safetensors", R"({"w": {"dtype": "I8", "shape": [8], "data_offsets": [0, 8]}})",
-                   Bytes({1, 2})),
-              {"tensor 'w'", "field 'dtype'", "unknown dtype 'I8'"});
-  ExpectError(Make("neg.safetensors", R"({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})",
-                   Bytes({1, 2})),
-              {"tensor 'w'", "field 'shape'"});
-  ExpectError(Make("beyond.safetensors", R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})",
-                   Bytes({1, 2})),
-              {"tensor 'w'", "'data_offsets' [0, 16] is beyond the data section (8 bytes"});
-  ExpectError(Make("order.safetensors", R"({"w": {"dtype": "F32", "shape": [0], "data_offsets": [8, 0]}})",
-                   Bytes({1, 2})),
-              {"tensor 'w'", "begin > end"});
+  ExpectError(
+      Make("dtype.safetensors", R"({"w": {"dtype": "I8", "shape": [8], "data_offsets": [0, 8]}})", Bytes({1, 2})),
+      {"tensor 'w'", "field 'dtype'", "unknown dtype 'I8'"});
+  ExpectError(
+      Make("neg.safetensors", R"({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", Bytes({1, 2})),
+      {"tensor 'w'", "field 'shape'"});
+  ExpectError(
+      Make("beyond.safetensors", R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", Bytes({1, 2})),
+      {"tensor 'w'", "'data_offsets' [0, 16] is beyond the data section (8 bytes"});
+  ExpectError(
+      Make("order.safetensors", R"({"w": {"dtype": "F32", "shape": [0], "data_offsets": [8, 0]}})", Bytes({1, 2})),
+      {"tensor 'w'", "begin > end"});
   ExpectError(Make("overlap.safetensors",
                    R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
                    R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
                    Bytes({1, 2, 3})),
               {"tensors 'a' and 'b' overlap"});
-  ExpectError(Make("size.safetensors", R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})",
-                   Bytes({1, 2})),
-              {"tensor 'w'", "shape [3] x F32 is 12 bytes but 'data_offsets' [0, 8] span 8"});
-  ExpectError(Make("bf16size.safetensors", R"({"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 8]}})",
-                   Bytes({1, 2})),
-              {"tensor 'w'", "x BF16 is 4 bytes"});
+  ExpectError(
+      Make("size.safetensors", R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", Bytes({1, 2})),
+      {"tensor 'w'", "shape [3] x F32 is 12 bytes but 'data_offsets' [0, 8] span 8"});
+  ExpectError(
+      Make("bf16size.safetensors", R"({"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 8]}})", Bytes({1, 2})),
+      {"tensor 'w'", "x BF16 is 4 bytes"});
   // A valid file cut short: the last tensor runs past the end.
   {
     const std::string full = Make("full.safetensors",
@@ -167,7 +168,8 @@ TEST_F(SafetensorsTest, MalformedFilesNameTheFileAndField) {
     ExpectError(full, {"tensor 'b'", "beyond the data section (13 bytes: truncated file?)"});
   }
   // Bytes no tensor covers.
-  ExpectError(Make("extra.safetensors", ok, Bytes({1, 2, 3})), {"the data section is 12 bytes but the tensors cover 8"});
+  ExpectError(Make("extra.safetensors", ok, Bytes({1, 2, 3})),
+              {"the data section is 12 bytes but the tensors cover 8"});
   ExpectError(Make("meta.safetensors", R"({"__metadata__": {"n": 1}})", ""), {"'__metadata__.n' is not a string"});
   auto missing = File::Open((dir_ / "absent.safetensors").string());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);

@@ -2,6 +2,8 @@
 // against its closed form, the device link choice, a hand-computed simulation
 // of 1F1B with exposed and hidden reductions, the validator's rule 10, the
 // planner's batch divisibility errors, --num-devices and the plan fields.
+#include "planner/data_parallel.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,10 +11,9 @@
 
 #include "models/spec/device.h"
 #include "models/spec/model_config.h"
-#include "planner/data_parallel.h"
+#include "plan/plan.h"
 #include "planner/explain.h"
 #include "planner/planner.h"
-#include "plan/plan.h"
 #include "schedules/lower.h"
 #include "schedules/pipeline.h"
 #include "schedules/validate.h"
@@ -111,9 +112,9 @@ TEST(DataParallelSimulation, OneFOneBExposedAndHiddenReductionsByHand) {
   struct Case {
     double r0, r1, makespan, exposed;
   } cases[] = {
-      {0, 0, 9, 0},         // no reduction time: today's 1F1B
+      {0, 0, 9, 0},           // no reduction time: today's 1F1B
       {0.25, 2, 9.25, 0.25},  // stage 1's 2 s hidden behind rank 0's B1 (ends at 9), stage 0's 0.25 s exposed
-      {0.5, 3, 10, 1},      // stage 1's 3 s ends at 10: 1 s exposed
+      {0.5, 3, 10, 1},        // stage 1's 3 s ends at 10: 1 s exposed
   };
   double worst = 0;
   for (const Case& k : cases) {
@@ -184,7 +185,8 @@ TEST(DataParallelValidator, RuleTenNamesWhere) {
     std::string expect;
   } cases[] = {
       {[](Program& p) { p.ranks[1].pop_back(); }, "stage 1 (rank 1) has no REDUCE_GRAD but dp_size is 2"},
-      {[](Program& p) { p.dp_size = 1; }, "rank 0, action 8 '0REDUCE_GRAD': a gradient reduction in a program with dp_size 1"},
+      {[](Program& p) { p.dp_size = 1; },
+       "rank 0, action 8 '0REDUCE_GRAD': a gradient reduction in a program with dp_size 1"},
       {[](Program& p) { p.ranks[0].push_back(MakeAction(0, ActionType::kReduceGrad, -1)); },
        "a second REDUCE_GRAD of stage 0 (the first is action 8)"},
       {[](Program& p) {  // move rank 0's reduction before its last backward

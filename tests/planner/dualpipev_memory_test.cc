@@ -32,15 +32,24 @@ int64_t WalkedPeak(const Plan& plan, int rank) {
   for (const Action& a : plan.ranks[rank]) {
     const StageMemory& m = plan.stages[a.stage].memory;
     switch (a.type) {
-      case ActionType::kF: step(m.activation); break;
-      case ActionType::kB: step(-m.activation); break;
-      case ActionType::kI: step(m.wstash - m.activation); break;
-      case ActionType::kW: step(-m.wstash); break;
+      case ActionType::kF:
+        step(m.activation);
+        break;
+      case ActionType::kB:
+        step(-m.activation);
+        break;
+      case ActionType::kI:
+        step(m.wstash - m.activation);
+        break;
+      case ActionType::kW:
+        step(-m.wstash);
+        break;
       case ActionType::kOverlapFB:
         step(m.activation);
         step(-plan.stages[a.b_stage].memory.activation);
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return peak;
@@ -80,7 +89,8 @@ TEST(DualPipeVMemory, PlanPredictsThePeakAfterThePairsForwardHalf) {
     int64_t static_bytes = 0;
     for (const PlanStage& s : plan->stages)
       if (s.rank == rank) static_bytes += s.memory.static_bytes;
-    EXPECT_EQ(static_bytes + profile.RankDynamicPeak(rank, costs.memory), plan->predicted.per_rank[rank].peak_memory_bytes)
+    EXPECT_EQ(static_bytes + profile.RankDynamicPeak(rank, costs.memory),
+              plan->predicted.per_rank[rank].peak_memory_bytes)
         << "rank " << rank;
   }
   std::printf("dualpipev gpt2 P=4 m=8: rank 0 peak %lld bytes; worst |predicted - walked| over ranks = %lld\n",

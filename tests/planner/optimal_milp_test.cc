@@ -10,9 +10,9 @@
 
 #include "models/spec/device.h"
 #include "models/spec/model_config.h"
+#include "plan/plan.h"
 #include "planner/optimal_candidate.h"
 #include "planner/optimal_table.h"
-#include "plan/plan.h"
 #include "schedules/pipeline.h"
 #include "schedules/simulate.h"
 #include "schedules/validate.h"
@@ -57,8 +57,8 @@ void CheckSolution(const ScheduleRequest& req, const OptimalResult& res, double*
   }
   EXPECT_NEAR(run->sim.makespan_s, res.makespan_s, 1e-9 * res.makespan_s);
   for (int r = 0; r < req.pp_size; ++r) {
-    const double peak = static_cast<double>(run->sim.per_rank[r].peak_memory_bytes -
-                                            run->sim.per_rank[r].start_memory_bytes);
+    const double peak =
+        static_cast<double>(run->sim.per_rank[r].peak_memory_bytes - run->sim.per_rank[r].start_memory_bytes);
     EXPECT_LE(peak, RankMemoryLimit(req, r)) << "rank " << r;
   }
 }
@@ -137,8 +137,8 @@ TEST(OptimalMilp, ProfiledCostsNoWorseThanEveryHeuristic) {
           if (auto mk = Heuristic(h, req)) {
             EXPECT_LE(res->makespan_s, *mk * (1 + 1e-12)) << h;
           }
-        std::printf("1.5B P=%d m=%d limit %dP: optimum %.4f ms (bound %.4f, %s), warm start %s %.4f ms, %.2f s\n", P,
-                    m, limit_factor, res->makespan_s * 1e3, res->bound_s * 1e3,
+        std::printf("1.5B P=%d m=%d limit %dP: optimum %.4f ms (bound %.4f, %s), warm start %s %.4f ms, %.2f s\n", P, m,
+                    limit_factor, res->makespan_s * 1e3, res->bound_s * 1e3,
                     res->proven_optimal ? "proven" : "time limit", res->warm_start_schedule.c_str(),
                     res->warm_start_makespan_s * 1e3, res->solve_s);
       }
@@ -243,8 +243,8 @@ TEST(OptimalMilp, ShortTimeLimitKeepsTheWarmStart) {
     EXPECT_LE(res->bound_s, res->makespan_s);
     double worst = 0;
     CheckSolution(req, *res, &worst);
-    std::printf("time limit %.2f s: %.4f ms, bound %.4f ms, %s, %.2f s\n", t, res->makespan_s * 1e3,
-                res->bound_s * 1e3, res->proven_optimal ? "proven" : "not proven", res->solve_s);
+    std::printf("time limit %.2f s: %.4f ms, bound %.4f ms, %s, %.2f s\n", t, res->makespan_s * 1e3, res->bound_s * 1e3,
+                res->proven_optimal ? "proven" : "not proven", res->solve_s);
   }
 }
 

@@ -1,11 +1,11 @@
 // Partitioner: the public bug-report cases, optimality against brute force,
 // memory predicate, first/last-stage overrides.
+#include "planner/partition.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <random>
-
-#include "planner/partition.h"
 
 namespace pw {
 namespace {
@@ -58,7 +58,7 @@ void Enumerate(int L, int S, std::vector<int>& b, const std::function<void(const
     if (b.back() == L) fn(b);
     return;
   }
-  const int k = static_cast<int>(b.size());  // choosing boundary k (end of stage k-1)
+  const int k = static_cast<int>(b.size());                // choosing boundary k (end of stage k-1)
   for (int e = b.back() + 1; e <= L - (S - 1 - k); ++e) {  // S boundaries: S - 1 - k stages follow
     b.push_back(e);
     Enumerate(L, S, b, fn);
@@ -104,8 +104,8 @@ TEST(Partition, CostWeightedMatchesBruteForce) {
         continue;
       }
       ASSERT_TRUE(p.ok()) << "trial " << trial << ": " << p.status().ToString();
-      EXPECT_NEAR(p->bottleneck_s, brute, 1e-12) << "trial " << trial << " L=" << L << " S=" << S
-                                                  << " mem=" << with_mem << " split " << Str(Sizes(*p));
+      EXPECT_NEAR(p->bottleneck_s, brute, 1e-12)
+          << "trial " << trial << " L=" << L << " S=" << S << " mem=" << with_mem << " split " << Str(Sizes(*p));
       for (int k = 0; with_mem && k < S; ++k)
         EXPECT_TRUE(fits(k, p->boundaries[k], p->boundaries[k + 1])) << "trial " << trial << " stage " << k;
     }

@@ -35,9 +35,15 @@ TEST(PlanVersions, Version1FilesAreReadAndConverted) {
   nlohmann::json names = nlohmann::json::array();
   for (const PlanLayer& l : plan->layers) names.push_back(l.name);
   v1["layers"] = names;
-  v1["training"] = {{"micro_batch_size", 2}, {"seq_length", plan->training->seq_length}, {"global_batch_size", 8},
-                    {"microbatch_sizes", {2, 2, 2, 2}}, {"recompute", RecomputeName(plan->training->recompute)},
-                    {"dtype", "bf16"}, {"optimizer", "adamw"}, {"global_barrier", false}, {"clip_grad_norm", 0.0}};
+  v1["training"] = {{"micro_batch_size", 2},
+                    {"seq_length", plan->training->seq_length},
+                    {"global_batch_size", 8},
+                    {"microbatch_sizes", {2, 2, 2, 2}},
+                    {"recompute", RecomputeName(plan->training->recompute)},
+                    {"dtype", "bf16"},
+                    {"optimizer", "adamw"},
+                    {"global_barrier", false},
+                    {"clip_grad_norm", 0.0}};
   auto back = ParsePlan(v1.dump(), "v1.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   back->model->name = plan->model->name;  // v1 named the model by its _name_or_path or family
@@ -68,8 +74,9 @@ TEST(PlanVersions, Version1FilesAreReadAndConverted) {
   v1["version"] = 7;
   back = ParsePlan(v1.dump(), "v7.json");
   ASSERT_FALSE(back.ok());
-  EXPECT_NE(back.status().message().find("v7.json: version: this pipewright reads versions 1 to 3, the file is version 7"),
-            std::string::npos)
+  EXPECT_NE(
+      back.status().message().find("v7.json: version: this pipewright reads versions 1 to 3, the file is version 7"),
+      std::string::npos)
       << back.status().message();
 }
 

@@ -3,6 +3,8 @@
 // determinism and the plan-file contract, the runtime memory reserve, the
 // one-microbatch pre-check and the smallest-P search. (Older plan versions:
 // plan_versions_test.cc.)
+#include "planner/planner.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,10 +13,9 @@
 
 #include "models/spec/device.h"
 #include "models/spec/model_config.h"
+#include "plan/plan.h"
 #include "planner/explain.h"
 #include "planner/memory_profile.h"
-#include "planner/planner.h"
-#include "plan/plan.h"
 #include "schedules/registry.h"
 #include "schedules/validate.h"
 
@@ -50,8 +51,8 @@ TEST(Planner, UniformCostsMatchBestClosedForm) {
     double best = 3 * 4.0 * (m + 3);
     for (int v = 2; v <= 4; ++v) best = std::min(best, 4.0 * (3 * m + 3.0 * 3 / v));
     const Candidate& c = r->candidates[r->chosen];
-    EXPECT_NEAR(c.makespan_s, best, 1e-9) << "m=" << m << " chose " << c.schedule << " v=" << c.virtual_stages
-                                          << "\n" << FormatCandidateTable(*r);
+    EXPECT_NEAR(c.makespan_s, best, 1e-9) << "m=" << m << " chose " << c.schedule << " v=" << c.virtual_stages << "\n"
+                                          << FormatCandidateTable(*r);
     EXPECT_EQ(c.virtual_stages, 4);
   }
 }
@@ -134,7 +135,8 @@ TEST(Planner, MemoryLimitForcesLowerMemorySchedule) {
   EXPECT_GT(fixed_refused, 0);
   std::printf("unlimited: %s v=%d %.4f s peak %s; 48 GiB: %s v=%d %.4f s peak %s\n", fastest.schedule.c_str(),
               fastest.virtual_stages, fastest.step_s, FormatBytes(fastest.max_peak_bytes).c_str(),
-              chosen.schedule.c_str(), chosen.virtual_stages, chosen.step_s, FormatBytes(chosen.max_peak_bytes).c_str());
+              chosen.schedule.c_str(), chosen.virtual_stages, chosen.step_s,
+              FormatBytes(chosen.max_peak_bytes).c_str());
 }
 
 TEST(Planner, InfeasibleNamesSmallestPipeline) {
@@ -285,8 +287,7 @@ TEST(Planner, OptionErrorsNameTheFlag) {
   o.last_stage_num_layers = 20;
   r = SearchPlans(FromTable(Uniform(30, 1, 1, 1)), o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("--first-stage-num-layers 20 and --last-stage-num-layers 20"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("--first-stage-num-layers 20 and --last-stage-num-layers 20"), std::string::npos)
       << r.status().message();
   EXPECT_FALSE(ParseBytes("80 parsecs").ok());
   EXPECT_EQ(*ParseBytes("80GiB"), int64_t{80} << 30);
@@ -309,7 +310,6 @@ TEST(ParseBytes, RefusesSizesBeyondInt64AndBelowOneByte) {
   EXPECT_NE(tiny.status().message().find("below one byte"), std::string::npos) << tiny.status().message();
   EXPECT_EQ(*ParseBytes("4TiB"), int64_t{4} << 40);
 }
-
 
 const Candidate* FindCandidate(const SearchResult& r, const std::string& schedule) {
   for (const Candidate& c : r.candidates)
@@ -436,7 +436,6 @@ TEST(Planner, InvalidRequestIsBadInputNotMemory) {
   EXPECT_NE(s.status().message().find("n_positions (1024)"), std::string::npos) << s.status().ToString();
 }
 
-
 // Plans keep the device's runtime reserve free: llama-2-7b on 8 x H100
 // chooses a plan under capacity - reserve; --memory-reserve 0 plans up to the
 // capacity; the reserve costs a little step time, never feasibility here.
@@ -464,11 +463,12 @@ TEST(PlannerMemory, PlansStayUnderCapacityLessReserve) {
   const Candidate& greedy = full->candidates[full->chosen];
   EXPECT_GT(greedy.max_peak_bytes, usable) << "without the reserve the plan uses the room the runtime needs";
   const double cost = best.step_s / greedy.step_s - 1.0;
-  std::printf("llama-2-7b P=8 H100: reserve %.2f GiB: step %.5f s (peak %.2f GiB); no reserve: %.5f s (peak %.2f "
-              "GiB); cost of the margin %.3f %%\n",
-              static_cast<double>(m.device->ReserveBytes()) / (1 << 30), best.step_s,
-              static_cast<double>(best.max_peak_bytes) / (1 << 30), greedy.step_s,
-              static_cast<double>(greedy.max_peak_bytes) / (1 << 30), 100 * cost);
+  std::printf(
+      "llama-2-7b P=8 H100: reserve %.2f GiB: step %.5f s (peak %.2f GiB); no reserve: %.5f s (peak %.2f "
+      "GiB); cost of the margin %.3f %%\n",
+      static_cast<double>(m.device->ReserveBytes()) / (1 << 30), best.step_s,
+      static_cast<double>(best.max_peak_bytes) / (1 << 30), greedy.step_s,
+      static_cast<double>(greedy.max_peak_bytes) / (1 << 30), 100 * cost);
   EXPECT_GE(cost, 0.0);
   EXPECT_LT(cost, 0.01);
   o.memory_limit_bytes = int64_t{70} << 30;
@@ -476,7 +476,6 @@ TEST(PlannerMemory, PlansStayUnderCapacityLessReserve) {
   ASSERT_FALSE(both.ok());
   EXPECT_NE(both.status().message().find("--memory-reserve with --memory-limit"), std::string::npos);
 }
-
 
 // The planner rejects a candidate whose split does not fit its family's
 // one-microbatch walk before generating the m-microbatch order. That is sound

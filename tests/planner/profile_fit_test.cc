@@ -1,21 +1,21 @@
 // Profile fitting: least squares recovers known coefficients from synthetic
 // points and reports its error; a profile round-trips through JSON and gives
 // the planner per-layer costs for any shape; `plan --profile` semantics.
+#include "planner/profile_fit.h"
+
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "planner/planner.h"
-#include "planner/profile_fit.h"
 
 namespace pw {
 namespace {
 
-const nlohmann::json kModel = {{"n_layer", 4}, {"n_embd", 64}, {"n_head", 4}, {"n_inner", 256},
-                               {"n_positions", 128}, {"vocab_size", 256}};
+const nlohmann::json kModel = {{"n_layer", 4},   {"n_embd", 64},       {"n_head", 4},
+                               {"n_inner", 256}, {"n_positions", 128}, {"vocab_size", 256}};
 
 TEST(FitLeastSquares, RecoversExactCoefficients) {
   // y = 3e-6 tokens + 2e-9 tokens*s + 5e-4, noise-free.
@@ -80,7 +80,8 @@ Profile SyntheticProfile() {
         x.i = k * (3e-6 * tokens + 1e-4) + 2 * attn;
         x.w = k * (2e-6 * tokens + 5e-5);
         x.b = x.i + x.w;
-        x.activation_bytes = static_cast<int64_t>(k * 1000 * tokens) + (std::string(kind) == "block" ? 16 * b * s * s : 0);
+        x.activation_bytes =
+            static_cast<int64_t>(k * 1000 * tokens) + (std::string(kind) == "block" ? 16 * b * s * s : 0);
         x.wstash_bytes = static_cast<int64_t>(k * 512 * tokens + 64);
         x.output_bytes = b * s * 64 * 4;
         p.samples.push_back(x);
@@ -181,7 +182,8 @@ TEST(ParseProfile, ErrorsNameTheField) {
       {[](nlohmann::json& d) { d["fits"]["head"] = 7; }, "fits.head must be an object of fits"},
       {[](nlohmann::json& d) { d["samples"][0]["kind"] = 3; }, "samples[0].kind must be a string, got 3"},
       {[](nlohmann::json& d) { d["samples"][0]["W"] = "fast"; }, "samples[0].W must be a finite number"},
-      {[](nlohmann::json& d) { d["samples"][0]["output_bytes"] = 1e300; }, "samples[0].output_bytes must be an integer"},
+      {[](nlohmann::json& d) { d["samples"][0]["output_bytes"] = 1e300; },
+       "samples[0].output_bytes must be an integer"},
       {[](nlohmann::json& d) { d["samples"][0]["micro_batch_size"] = int64_t{1} << 40; },
        "samples[0].micro_batch_size must be an integer in [0, 16777216]"},
       {[](nlohmann::json& d) { d["seq_length"] = 0; }, "seq_length must be an integer in [1, 16777216]"},

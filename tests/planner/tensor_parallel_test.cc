@@ -14,11 +14,11 @@
 #include "models/spec/device.h"
 #include "models/spec/footprint.h"
 #include "models/spec/model_config.h"
+#include "plan/plan.h"
 #include "planner/cost_model.h"
 #include "planner/data_parallel.h"
 #include "planner/explain.h"
 #include "planner/planner.h"
-#include "plan/plan.h"
 
 namespace pw {
 namespace {
@@ -75,7 +75,8 @@ TEST(TensorParallelFootprint, FlopsAndParametersSplitByT) {
       const int64_t norm = m.layer_norm ? 2 * m.hidden : m.hidden;
       const int64_t row_bias = (m.attention_bias ? m.hidden : 0) + (m.mlp_bias ? m.hidden : 0);
       const int64_t block = HeldParamsPerTensorRank(m, layers[1], t);
-      worst_params = std::max(worst_params, std::abs(t * block - (t - 1) * (2 * norm + row_bias) - layers[1].held_params));
+      worst_params =
+          std::max(worst_params, std::abs(t * block - (t - 1) * (2 * norm + row_bias) - layers[1].held_params));
       // Vocabulary-parallel embedding: V padded to a multiple of 128 t.
       const int64_t vp = PaddedVocab(m.vocab, t);
       EXPECT_EQ(vp % (128 * t), 0) << name;

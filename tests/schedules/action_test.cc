@@ -46,20 +46,23 @@ TEST(ActionTest, ReduceGradHasNoMicrobatch) {
     auto bad = ParseAction(s);
     EXPECT_FALSE(bad.ok()) << "'" << s << "' parsed as " << (bad.ok() ? bad->ToString() : "");
   }
-  EXPECT_NE(ParseAction("3REDUCE_GRAD0").status().message().find("REDUCE_GRAD takes no microbatch"),
-            std::string::npos);
+  EXPECT_NE(ParseAction("3REDUCE_GRAD0").status().message().find("REDUCE_GRAD takes no microbatch"), std::string::npos);
 }
 
 // A binary file read as a CSV (issue 16): the token is quoted escaped and
 // cut, so the terminal never receives its raw bytes.
 TEST(ActionTest, QuotesBinaryTokensEscapedAndCut) {
-  const std::string elf = std::string("\x7F" "ELF\x02\x01\x01\x1B[31m") + std::string(1000, '\xAA');
+  const std::string elf = std::string(
+                              "\x7F"
+                              "ELF\x02\x01\x01\x1B[31m") +
+                          std::string(1000, '\xAA');
   auto a = ParseAction(elf);
   ASSERT_FALSE(a.ok());
   const std::string& m = a.status().message();
   EXPECT_EQ(m.rfind("bad action '\\x7FELF\\x02\\x01\\x01\\x1B[31m\\xAA", 0), 0u) << m;
   EXPECT_NE(m.find("... (1012 bytes)'"), std::string::npos) << m;
-  for (char c : m) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7F)) << "raw byte " << int(static_cast<unsigned char>(c));
+  for (char c : m)
+    EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7F)) << "raw byte " << int(static_cast<unsigned char>(c));
 }
 
 }  // namespace

@@ -52,8 +52,7 @@ TEST(BugReports, TorchtitanCustomScheduleCsvImportsLowersAndSimulates) {
   ASSERT_TRUE(sim.ok());
   // 4 stages x 8 microbatches x (F + I + W) = 96 unit actions over 2 ranks.
   EXPECT_DOUBLE_EQ(sim->per_rank[0].busy_s + sim->per_rank[1].busy_s, 96.0);
-  std::printf("torchtitan custom_schedule.csv: makespan %.0f, bubble ratio %.4f\n", sim->makespan_s,
-              sim->bubble_ratio);
+  std::printf("torchtitan custom_schedule.csv: makespan %.0f, bubble ratio %.4f\n", sim->makespan_s, sim->bubble_ratio);
   // Export compute_only and read back: the same program.
   auto again = ParseScheduleCsv(ScheduleToCsv(*program, CsvFormat::kComputeOnly));
   ASSERT_TRUE(again.ok());
@@ -96,8 +95,7 @@ TEST(BugReports, CsvBadTokenNamesRowAndColumn) {
 TEST(BugReports, CsvStageOnTwoRanksIsRejected) {
   auto p = ParseScheduleCsv("0F0,1F0\n1B0,0B0\n", "two.csv");
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("stage 1 appears on rows 1 and 2"), std::string::npos)
-      << p.status().message();
+  EXPECT_NE(p.status().message().find("stage 1 appears on rows 1 and 2"), std::string::npos) << p.status().message();
 }
 
 TEST(Validator, MissingBackwardNamesStageMicrobatchAndShowsGrid) {

@@ -140,7 +140,8 @@ TEST(CsvExchange, ReduceGradGetsItsWaitAndIsKeptWithDataParallel) {
 // compute_only and compute_comms dumps hold the same compute order (two
 // outputs of PyTorch's lowering, read by our importer, agree).
 TEST(CsvExchange, TorchMadeFixturesImportValidateAndAgree) {
-  for (const std::string name : {"interleaved1f1b_p4_v2_m8", "interleavedzb_p4_v2_m8", "zbv_p4_m8", "dualpipev_p4_m8"}) {
+  for (const std::string name :
+       {"interleaved1f1b_p4_v2_m8", "interleavedzb_p4_v2_m8", "zbv_p4_m8", "dualpipev_p4_m8"}) {
     SCOPED_TRACE(name);
     std::vector<std::string> notes;
     auto comms = ReadScheduleCsv(Fixture("torch_" + name + "_compute_comms.csv"), &notes);
@@ -236,11 +237,11 @@ TEST(CsvExchange, MalformedRuntimeActionsNameRowAndColumn) {
 // dropped runtime action (3WAIT_REDUCE_GRAD) was accepted, vanished from the
 // program, and the CSV written from it did not read back. It is refused.
 TEST(CsvExchange, StageWithOnlyDroppedRuntimeActionsIsRefused) {
-  const std::string text =
-      "0F0,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n1F0,1B0\n4F0,2F0,2B0,3WAIT_REDUCE_GRAD\n";
+  const std::string text = "0F0,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n1F0,1B0\n4F0,2F0,2B0,3WAIT_REDUCE_GRAD\n";
   auto p = ParseScheduleCsv(text, "fz.csv");
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("stage 3 (row 3) has only runtime actions that pipewright drops"), std::string::npos)
+  EXPECT_NE(p.status().message().find("stage 3 (row 3) has only runtime actions that pipewright drops"),
+            std::string::npos)
       << p.status().message();
 }
 

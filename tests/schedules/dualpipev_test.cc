@@ -65,9 +65,11 @@ TEST(DualPipeV, BubbleMatchesReadmeClosedForm) {
         ++shapes;
         if (fb == 3.0 && m == 4 * P + 3) {  // peak activations (stage units, M_W = M_B): reported, not asserted
           int64_t peak = 0;
-          for (const RankResult& rr : pl->sim.per_rank) peak = std::max(peak, rr.peak_memory_bytes - rr.start_memory_bytes);
-          std::printf("dualpipev P=%d m=%d: makespan %.0f, max idle %.0f (closed form %.0f), peak %lld stage activations\n",
-                      P, m, pl->sim.makespan_s, got, closed, static_cast<long long>(peak));
+          for (const RankResult& rr : pl->sim.per_rank)
+            peak = std::max(peak, rr.peak_memory_bytes - rr.start_memory_bytes);
+          std::printf(
+              "dualpipev P=%d m=%d: makespan %.0f, max idle %.0f (closed form %.0f), peak %lld stage activations\n", P,
+              m, pl->sim.makespan_s, got, closed, static_cast<long long>(peak));
         }
       }
   }
@@ -137,10 +139,18 @@ int64_t WalkPeak(const std::vector<Action>& list, const StageCosts& c, bool pair
       peak = std::max(peak, mem);
     };
     switch (a.type) {
-      case ActionType::kF: step(c.memory[a.stage].activation); break;
-      case ActionType::kB: step(-c.memory[a.stage].activation); break;
-      case ActionType::kI: step(c.memory[a.stage].wstash - c.memory[a.stage].activation); break;
-      case ActionType::kW: step(-c.memory[a.stage].wstash); break;
+      case ActionType::kF:
+        step(c.memory[a.stage].activation);
+        break;
+      case ActionType::kB:
+        step(-c.memory[a.stage].activation);
+        break;
+      case ActionType::kI:
+        step(c.memory[a.stage].wstash - c.memory[a.stage].activation);
+        break;
+      case ActionType::kW:
+        step(-c.memory[a.stage].wstash);
+        break;
       case ActionType::kOverlapFB:
         if (pair_as_one_point) {
           step(c.memory[a.stage].activation - c.memory[a.b_stage].activation);
@@ -149,7 +159,8 @@ int64_t WalkPeak(const std::vector<Action>& list, const StageCosts& c, bool pair
           step(-c.memory[a.b_stage].activation);
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return peak;
@@ -180,8 +191,10 @@ TEST(DualPipeV, PairHalvesAreTwoStepsOfTheMemoryWalk) {
       }
       ++shapes;
     }
-  std::printf("dualpipev memory walk: %d shapes (P 2..6), worst |simulated - walked peak| = %lld bytes; %d ranks peak "
-              "between a pair's halves\n", shapes, static_cast<long long>(worst), higher);
+  std::printf(
+      "dualpipev memory walk: %d shapes (P 2..6), worst |simulated - walked peak| = %lld bytes; %d ranks peak "
+      "between a pair's halves\n",
+      shapes, static_cast<long long>(worst), higher);
   EXPECT_GT(higher, 0) << "no shape peaks between the halves: the test would not see a one-point walk";
 }
 

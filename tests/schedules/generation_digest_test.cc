@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "plan/plan.h"
 #include "base/file_io.h"
 #include "base/hash.h"
+#include "plan/plan.h"
 #include "schedules/registry.h"
 #include "schedules/simulate.h"
 #include "tests/sanitized.h"
@@ -126,8 +126,7 @@ int64_t MaxPeak(const StatusOr<Program>& p, const StageCosts& costs) {
 // unlimited peak, and per-rank limits alternating between the minimum and
 // the halfway point (`all_limits`; else only none and halfway).
 template <typename Fn>
-void ShapeCells(const std::string& family, int P, int v, int m, const std::string& profile, bool all_limits,
-                Fn&& fn) {
+void ShapeCells(const std::string& family, int P, int v, int m, const std::string& profile, bool all_limits, Fn&& fn) {
   ScheduleRequest req;
   req.schedule = family;
   req.pp_size = P;
@@ -269,8 +268,8 @@ TEST(GenerationDigest, EveryCellAsFrozen) {
     ++mismatches;
     if (first.empty())
       first = "first mismatch: " + where + " (family P v m): " + std::to_string(n) + " cells, digest " + digest +
-              "; frozen " + std::to_string(it->second.first) + " cells, " + it->second.second +
-              ". Its cells now:\n" + lines + "(write both versions' .cells files to see which cell moved)";
+              "; frozen " + std::to_string(it->second.first) + " cells, " + it->second.second + ". Its cells now:\n" +
+              lines + "(write both versions' .cells files to see which cell moved)";
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%d cells in %zu shapes compared with the frozen digests in %.1f s: %d shapes differ, %d missing\n",

@@ -1,12 +1,12 @@
 // Plan file: deterministic write, exact round trip, errors naming the field.
 #include "plan/plan.h"
-#include "base/file_io.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "base/file_io.h"
 #include "tests/testing/schedule_util.h"
 
 namespace pw::testing {
@@ -64,13 +64,18 @@ TEST(PlanFile, ErrorsNameTheField) {
   } cases[] = {
       {[](nlohmann::json& d) { d.erase("pp_size"); }, "p.json: pp_size: field is missing"},
       {[](nlohmann::json& d) { d["ranks"][1]["actions"][3] = "5X0"; }, "p.json: ranks[1].actions[3]: bad action '5X0'"},
-      {[](nlohmann::json& d) { d["stages"][2]["layers"] = {3, 3}; }, "stages[2].layers: a stage may not be empty"},
+      {[](nlohmann::json& d) {
+         d["stages"][2]["layers"] = {3, 3};
+       },
+       "stages[2].layers: a stage may not be empty"},
       {[](nlohmann::json& d) { d["stages"][1]["cost_s"].erase("W"); }, "stages[1].cost_s.W: field is missing"},
-      {[](nlohmann::json& d) { d["version"] = 4; }, "version: this pipewright reads versions 1 to 3, the file is version 4"},
+      {[](nlohmann::json& d) { d["version"] = 4; },
+       "version: this pipewright reads versions 1 to 3, the file is version 4"},
       {[](nlohmann::json& d) { d["dp_size"] = 0; }, "dp_size: must be >= 1"},
       {[](nlohmann::json& d) { d["ranks"][0]["actions"][0] = "1F0"; }, "stage 1 lives on rank 1"},
       // `show` prints the schedule name: an escape sequence would reach the terminal.
-      {[](nlohmann::json& d) { d["schedule"] = "\x1b[31mred"; }, "schedule: holds a control character, got \"\\u001b[31mred\""},
+      {[](nlohmann::json& d) { d["schedule"] = "\x1b[31mred"; },
+       "schedule: holds a control character, got \"\\u001b[31mred\""},
   };
   for (auto& c : cases) {
     nlohmann::json d = doc;

@@ -50,8 +50,8 @@ TEST_P(PropertySweep, EveryShapeIsValidAndComplete) {
               << "refusal must name an option: " << compute.status().ToString();
           continue;
         }
-        const std::string ctx = name + " P=" + std::to_string(P) + " m=" + std::to_string(m) + " v=" +
-                                std::to_string(v);
+        const std::string ctx =
+            name + " P=" + std::to_string(P) + " m=" + std::to_string(m) + " v=" + std::to_string(v);
         // Each (stage, microbatch) computed exactly once: count F and backward.
         std::map<std::pair<int, int>, int> f, bwd;
         for (const auto& list : compute->ranks)
@@ -79,19 +79,17 @@ TEST_P(PropertySweep, EveryShapeIsValidAndComplete) {
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s: %d (P, m, v) shapes valid under eager and rendezvous semantics (%.2f s)\n", name.c_str(),
-              checked, secs);
+  std::printf("%s: %d (P, m, v) shapes valid under eager and rendezvous semantics (%.2f s)\n", name.c_str(), checked,
+              secs);
   EXPECT_GT(checked, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllGenerators, PropertySweep, ::testing::ValuesIn(ScheduleNames()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
-
+INSTANTIATE_TEST_SUITE_P(AllGenerators, PropertySweep, ::testing::ValuesIn(ScheduleNames()), [](const auto& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (c == '-') c = '_';
+  return n;
+});
 
 // The memory limit holds for every family (GenerateSchedule checks it once,
 // after the generator): with --memory-limit L a request either comes back
@@ -145,8 +143,8 @@ TEST_P(MemoryLimitSweep, RefusedOrWithinTheLimit) {
           if (!info->memory_adaptive && limit < unlimited) EXPECT_FALSE(p.ok()) << ctx;
           if (!p.ok()) {
             EXPECT_EQ(p.status().code(), StatusCode::kInfeasible) << ctx << ": " << p.status().ToString();
-            EXPECT_NE(p.status().message().find("--memory-limit"), std::string::npos) << ctx << ": "
-                                                                                      << p.status().ToString();
+            EXPECT_NE(p.status().message().find("--memory-limit"), std::string::npos)
+                << ctx << ": " << p.status().ToString();
             ++refused;
             continue;
           }
@@ -162,13 +160,12 @@ TEST_P(MemoryLimitSweep, RefusedOrWithinTheLimit) {
   std::printf("%s: %d limited requests refused, %d fitted\n", name.c_str(), refused, fitted);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllGenerators, MemoryLimitSweep, ::testing::ValuesIn(ScheduleNames()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllGenerators, MemoryLimitSweep, ::testing::ValuesIn(ScheduleNames()), [](const auto& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (c == '-') c = '_';
+  return n;
+});
 
 TEST(MemoryLimit, RefusalNamesOptionRankPeakAndLimit) {
   // 1F1B, P = 4, m = 8, unit costs: rank 0 holds 4 activations.
@@ -186,7 +183,6 @@ TEST(MemoryLimit, RefusalNamesOptionRankPeakAndLimit) {
   req.memory_limit = 4;
   EXPECT_TRUE(GenerateSchedule(req).ok());
 }
-
 
 TEST(MemoryLimit, PerRankLimits) {
   // 1F1B, P = 4, m = 8, unit costs: rank r holds 4 - r activations.

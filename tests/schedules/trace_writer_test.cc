@@ -1,16 +1,16 @@
 // The one trace writer (schedules/trace_writer.h): header fields, units and
 // rounding, names/categories/tids, flow ids that pair every SEND with its
 // RECV, memory counters and the file layout. Torch-free, milliseconds.
+#include "schedules/trace_writer.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "schedules/trace_format.h"
-#include "schedules/trace_writer.h"
 #include "tests/testing/schedule_util.h"
 
 namespace pw::testing {
@@ -86,9 +86,9 @@ TEST(TraceWriter, SecondsInMicrosecondsOutRoundedToTheNanosecond) {
   h.stage_to_rank = {0};
   TraceRank tr;
   tr.stages = {0};
-  tr.spans = {{MakeAction(0, ActionType::kF, 0), 0, 0.1, 0.3},                  // 200000 µs, printed short
+  tr.spans = {{MakeAction(0, ActionType::kF, 0), 0, 0.1, 0.3},                     // 200000 µs, printed short
               {MakeAction(0, ActionType::kB, 0), 1, 1.23456789e-3, 2.0000000004},  // ns rounding of both ends
-              {MakeAction(0, ActionType::kW, 0), 2, 3.0, 2.5}};                     // end before start: dur 0
+              {MakeAction(0, ActionType::kW, 0), 2, 3.0, 2.5}};                    // end before start: dur 0
   tr.memory = {{0.0, 7}, {0.25, 9}};
   const std::string text = TraceJson(h, {tr});
   EXPECT_NE(text.find("\"ts\":100000.0,\"dur\":200000.0"), std::string::npos) << text;
@@ -103,8 +103,8 @@ TEST(TraceWriter, SecondsInMicrosecondsOutRoundedToTheNanosecond) {
   EXPECT_DOUBLE_EQ(xs[1]["dur"].get<double>(), 2000000.0 - 1234.568);
   EXPECT_DOUBLE_EQ(xs[2]["dur"].get<double>(), 0.0);
   ASSERT_EQ(cs.size(), 2u);
-  EXPECT_EQ(cs[1], json({{"name", kTraceMemoryCounter}, {"ph", "C"}, {"pid", 0}, {"ts", 250000.0},
-                         {"args", {{"bytes", 9}}}}));
+  EXPECT_EQ(cs[1],
+            json({{"name", kTraceMemoryCounter}, {"ph", "C"}, {"pid", 0}, {"ts", 250000.0}, {"args", {{"bytes", 9}}}}));
 }
 
 TEST(TraceWriter, NamesCategoriesThreadsAndArgs) {
@@ -117,7 +117,8 @@ TEST(TraceWriter, NamesCategoriesThreadsAndArgs) {
   for (const json& e : doc["traceEvents"]) {
     if (e["ph"] == "M") {
       std::string key = e["name"].get<std::string>();
-      if (e.contains("tid")) key += " " + std::to_string(e["tid"].get<int>()) + " " + e["args"]["name"].get<std::string>();
+      if (e.contains("tid"))
+        key += " " + std::to_string(e["tid"].get<int>()) + " " + e["args"]["name"].get<std::string>();
       ++meta[{e["pid"].get<int>(), key}];
       continue;
     }
@@ -199,7 +200,8 @@ TEST(TraceWriter, OneEventPerLineInAFixedKeyOrder) {
   while (std::getline(in, line)) lines.push_back(line);
   ASSERT_GE(lines.size(), 4u);
   EXPECT_EQ(lines[0], "{\"displayTimeUnit\": \"ms\",");
-  EXPECT_EQ(lines[1].rfind("\"otherData\": {\"format\":\"pipewright-trace\",\"version\":1,\"kind\":", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[1].rfind("\"otherData\": {\"format\":\"pipewright-trace\",\"version\":1,\"kind\":", 0), 0u)
+      << lines[1];
   EXPECT_EQ(lines[2], "\"traceEvents\": [");
   EXPECT_EQ(lines.back(), "]}");
   size_t events = 0;

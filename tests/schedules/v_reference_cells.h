@@ -136,9 +136,7 @@ inline Outcome RunCell(const Cell& c) {
 
 // Ours minus the reference at the table's precision (6 decimals): the only
 // tolerance is that rounding.
-inline double CostExcess(const Cell& c, const Outcome& o) {
-  return std::round(o.cost * 1e6) * 1e-6 - c.ref_cost;
-}
+inline double CostExcess(const Cell& c, const Outcome& o) { return std::round(o.cost * 1e6) * 1e-6 - c.ref_cost; }
 
 // The same for the peak, at the table's 4 decimals.
 inline double PeakExcess(const Cell& c, const Outcome& o) { return std::round(o.peak * 1e4) * 1e-4 - c.ref_peak; }

@@ -28,8 +28,8 @@ TEST(VReference, NoWorseThanTheAuthorsSchedulers) {
   std::map<std::string, int> count;
   for (const auto& c : cells) {
     if (c.P > kMaxP || c.ref_none) continue;
-    const std::string where = c.family + " P=" + std::to_string(c.P) + " m=" + std::to_string(c.m) + " " +
-                              c.profile + " limit " + c.limit;
+    const std::string where =
+        c.family + " P=" + std::to_string(c.P) + " m=" + std::to_string(c.m) + " " + c.profile + " limit " + c.limit;
     const vref::Outcome o = vref::RunCell(c);
     ASSERT_TRUE(o.ok) << where << ": " << o.error;
     const double d = vref::CostExcess(c, o);

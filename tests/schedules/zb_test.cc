@@ -172,11 +172,11 @@ TEST(ZeroBubble, AutoOnPaper1p5B) {
   auto h1 = RunPipeline("zb-h1", P, m, 0, costs);
   auto one = RunPipeline("1f1b", P, m, 0, costs);
   ASSERT_TRUE(h1.ok() && one.ok());
-  std::printf("zb-auto 1.5B P=8 m=24: steady %.3f ms, makespan %.3f ms, bubble %.6f (paper ZB-1p 0.1585; "
-              "zb-h1 %.6f, 1f1b %.6f)\n",
-              pl->sim.steady_step_s * 1e3, pl->sim.makespan_s * 1e3, bubble,
-              (h1->sim.steady_step_s - work) / h1->sim.steady_step_s,
-              (one->sim.steady_step_s - work) / one->sim.steady_step_s);
+  std::printf(
+      "zb-auto 1.5B P=8 m=24: steady %.3f ms, makespan %.3f ms, bubble %.6f (paper ZB-1p 0.1585; "
+      "zb-h1 %.6f, 1f1b %.6f)\n",
+      pl->sim.steady_step_s * 1e3, pl->sim.makespan_s * 1e3, bubble,
+      (h1->sim.steady_step_s - work) / h1->sim.steady_step_s, (one->sim.steady_step_s - work) / one->sim.steady_step_s);
   // The paper prints 4 digits; ours equals ZB-H1's (P-1)(F+I-W) plus comm,
   // 0.158520, which is 0.1585 at the paper's precision.
   EXPECT_LE(bubble, 0.1585 + 0.5e-4);
@@ -315,9 +315,10 @@ TEST(ZeroBubble, VSteadyStepAndMemory) {
         }
       }
     }
-  std::printf("zb-v unit stage costs, %d shapes with P<=16, 2P<=m<=64: worst |steady - 6m| = %.3g, worst "
-              "|makespan - (6m + P - 1)| = %.3g (units of one stage pass)\n",
-              closed, worst_steady, worst_makespan);
+  std::printf(
+      "zb-v unit stage costs, %d shapes with P<=16, 2P<=m<=64: worst |steady - 6m| = %.3g, worst "
+      "|makespan - (6m + P - 1)| = %.3g (units of one stage pass)\n",
+      closed, worst_steady, worst_makespan);
   auto pl = RunPipeline("zb-v", 4, 8, 2);
   ASSERT_TRUE(pl.ok());
   EXPECT_DOUBLE_EQ(pl->sim.steady_step_s, 48.0);
@@ -393,9 +394,10 @@ TEST(ZeroBubble, VHalfAndVMinMemory) {
         }
       }
   }
-  std::printf("v-half / v-min unit stage costs, P<=16, 2P<=m<=64: peaks exactly floor(P/2)+1 / ceil((P+2)/3) "
-              "full-stage units; worst steady - 6m = %.3g / %.3g stage passes\n",
-              worst_bubble[0], worst_bubble[1]);
+  std::printf(
+      "v-half / v-min unit stage costs, P<=16, 2P<=m<=64: peaks exactly floor(P/2)+1 / ceil((P+2)/3) "
+      "full-stage units; worst steady - 6m = %.3g / %.3g stage passes\n",
+      worst_bubble[0], worst_bubble[1]);
   for (int P : {4, 8, 16}) {
     auto half = RunPipeline("v-half", P, 64, 2);
     auto vmin = RunPipeline("v-min", P, 64, 2);
@@ -405,8 +407,8 @@ TEST(ZeroBubble, VHalfAndVMinMemory) {
     EXPECT_LT(MaxPeak(vmin->sim), MaxPeak(half->sim));
     EXPECT_LT(MaxPeak(half->sim), MaxPeak(zbv->sim));
     EXPECT_LE(zbv->sim.steady_step_s, half->sim.steady_step_s);
-    std::printf("P=%d m=64 steady/peak: zb-v %.0f/%lld, v-half %.0f/%lld, v-min %.0f/%lld\n", P,
-                zbv->sim.steady_step_s, static_cast<long long>(MaxPeak(zbv->sim)), half->sim.steady_step_s,
+    std::printf("P=%d m=64 steady/peak: zb-v %.0f/%lld, v-half %.0f/%lld, v-min %.0f/%lld\n", P, zbv->sim.steady_step_s,
+                static_cast<long long>(MaxPeak(zbv->sim)), half->sim.steady_step_s,
                 static_cast<long long>(MaxPeak(half->sim)), vmin->sim.steady_step_s,
                 static_cast<long long>(MaxPeak(vmin->sim)));
   }

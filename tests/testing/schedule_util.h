@@ -12,10 +12,10 @@
 
 namespace pw::testing {
 
-#define PW_ASSERT_OK(expr)                              \
-  do {                                                  \
-    ::pw::Status pw_st_ = (expr);                       \
-    ASSERT_TRUE(pw_st_.ok()) << pw_st_.ToString();      \
+#define PW_ASSERT_OK(expr)                         \
+  do {                                             \
+    ::pw::Status pw_st_ = (expr);                  \
+    ASSERT_TRUE(pw_st_.ok()) << pw_st_.ToString(); \
   } while (0)
 
 using Pipeline = PipelineResult;
@@ -23,8 +23,8 @@ using Pipeline = PipelineResult;
 // RunPipeline (schedules/pipeline.h) of a request built from the arguments:
 // `schedule` on P ranks, m microbatches, v stages per rank (0 = default),
 // `costs` (unit if empty), an optional activation memory limit.
-inline StatusOr<Pipeline> RunPipeline(const std::string& schedule, int P, int m, int v = 0,
-                                      StageCosts costs = {}, std::optional<double> memory_limit = {}) {
+inline StatusOr<Pipeline> RunPipeline(const std::string& schedule, int P, int m, int v = 0, StageCosts costs = {},
+                                      std::optional<double> memory_limit = {}) {
   ScheduleRequest req;
   req.schedule = schedule;
   req.pp_size = P;

@@ -59,8 +59,9 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
   if (!spec.microbatch_sizes.empty()) {
     const std::vector<int64_t> want(spec.microbatch_sizes.begin(), spec.microbatch_sizes.end());
     if (plan.training->microbatch_sizes != want)
-      return Status::InvalidArgument("PlanSpec.microbatch_sizes: the planner splits a batch as evenly as possible, "
-                                     "larger first; these sizes are not such a split of their sum");
+      return Status::InvalidArgument(
+          "PlanSpec.microbatch_sizes: the planner splits a batch as evenly as possible, "
+          "larger first; these sizes are not such a split of their sum");
   }
   return plan;
 }

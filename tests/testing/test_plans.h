@@ -7,10 +7,9 @@
 // REDUCE_GRAD costs are the planner's. Torch-free.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "models/spec/device.h"
@@ -35,7 +34,7 @@ struct PlanSpec {
   // HF config object. What the executor builds is filled in when absent:
   // vocab_size 256 (byte tokens), tie_word_embeddings false, no dropout.
   nlohmann::json model;
-  int seq_length = 16;            // T
+  int seq_length = 16;  // T
   // Rows of each microbatch (size m): as even as possible, larger first
   // (the planner's unequal split of a global batch). Empty =
   // micro_batch_size for each.
@@ -44,7 +43,7 @@ struct PlanSpec {
   // Layers per stage (size S, sum N+2, each >= 1). Empty = the planner's
   // time-balanced partition.
   std::vector<int> layers_per_stage;
-  int bytes_per_element = 4;      // 4 = fp32 plan, 8 = fp64 plan (training.dtype)
+  int bytes_per_element = 4;  // 4 = fp32 plan, 8 = fp64 plan (training.dtype)
   // > 0: the run clips by the global gradient norm; recorded as
   // training.clip_grad_norm with training.global_barrier = true.
   double clip_grad_norm = 0.0;

@@ -76,7 +76,8 @@ std::vector<std::vector<Token>> ReadBack(const std::string& text) {
         current = 0;
       } else {
         EXPECT_TRUE(current != 0 && ch == std::tolower(current))
-            << "'" << ch << "' at column " << c << " is neither a letter, its fill, '*' nor '.':\n" << row;
+            << "'" << ch << "' at column " << c << " is neither a letter, its fill, '*' nor '.':\n"
+            << row;
       }
     }
     ranks.push_back(tokens);
@@ -145,7 +146,7 @@ StatusOr<Timeline> Simulated(const Case& c) {
 
 const Case kCases[] = {
     {"1f1b", 12, {}, 0.0},
-    {"1f1b", 16, {}, 0.2},  // latency: action edges fall between columns
+    {"1f1b", 16, {}, 0.2},                // latency: action edges fall between columns
     {"zb-h1", 12, {1.0, 1.0, 0.5}, 0.0},  // W is the shortest action
     {"zb-h1", 16, {1.0, 1.0, 0.3}, 0.1},
     {"zb-v", 16, {}, 0.0, 2},

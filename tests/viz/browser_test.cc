@@ -19,9 +19,9 @@
 #include <fstream>
 #include <set>
 
+#include "plan/plan.h"
 #include "tests/viz/png_reader.h"
 #include "tests/viz/viz_util.h"
-#include "plan/plan.h"
 #include "viz/html_page.h"
 #include "viz/load.h"
 #include "viz/svg_timeline.h"
@@ -70,9 +70,9 @@ class Browser : public ::testing::Test {
     std::string png = file + ".png";
     std::string cmd = "timeout 120 '" + chromium_ +
                       "' --headless --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 "
-                      "--user-data-dir='" + dir_ + "/profile' --screenshot='" + png + "' --window-size=" +
-                      std::to_string(w) + "," + std::to_string(h) + " 'file://" + file + "' > '" + dir_ +
-                      "/chromium.log' 2>&1";
+                      "--user-data-dir='" +
+                      dir_ + "/profile' --screenshot='" + png + "' --window-size=" + std::to_string(w) + "," +
+                      std::to_string(h) + " 'file://" + file + "' > '" + dir_ + "/chromium.log' 2>&1";
     int rc = std::system(cmd.c_str());
     ASSERT_EQ(rc, 0) << cmd;
     std::string err = ReadPng(png, img);
@@ -215,12 +215,12 @@ TEST_F(Browser, DualPipeVPairsShowBothHalvesInOneOutline) {
       ParseHex(BlockColor(ActionType::kB, chunk(b.action.b_stage)), b_rgb);
       const uint8_t* fpx = img.At(static_cast<int>(x0 + (x1 - x0) * 0.2), ytop);
       const uint8_t* bpx = img.At(static_cast<int>(x0 + (x1 - x0) * 0.8), ytop);
-      EXPECT_TRUE(Near(fpx, f_rgb, 8)) << "rank " << r << " " << b.action.ToString() << " F half is rgb("
-                                       << int(fpx[0]) << "," << int(fpx[1]) << "," << int(fpx[2]) << ")";
-      EXPECT_TRUE(Near(bpx, b_rgb, 8)) << "rank " << r << " " << b.action.ToString() << " B half is rgb("
-                                       << int(bpx[0]) << "," << int(bpx[1]) << "," << int(bpx[2]) << ")";
-      EXPECT_TRUE(dark) << "rank " << r << " " << b.action.ToString() << " has no outline (left edge r+g+b "
-                        << left << ")";
+      EXPECT_TRUE(Near(fpx, f_rgb, 8)) << "rank " << r << " " << b.action.ToString() << " F half is rgb(" << int(fpx[0])
+                                       << "," << int(fpx[1]) << "," << int(fpx[2]) << ")";
+      EXPECT_TRUE(Near(bpx, b_rgb, 8)) << "rank " << r << " " << b.action.ToString() << " B half is rgb(" << int(bpx[0])
+                                       << "," << int(bpx[1]) << "," << int(bpx[2]) << ")";
+      EXPECT_TRUE(dark) << "rank " << r << " " << b.action.ToString() << " has no outline (left edge r+g+b " << left
+                        << ")";
       // The outline spans the whole pair: dark at its right edge too.
       EXPECT_LT(right, 3 * 90) << "rank " << r << " " << b.action.ToString() << " right edge r+g+b " << right;
       (void)y;
@@ -286,7 +286,8 @@ TEST_F(Browser, ZbVPlanPageShowsEmbeddingAndHeadOnRankZero) {
   const std::string plan_path = dir_ + "/zbv.json";
   const std::string cmd = std::string(PW_CLI_PATH) +
                           " plan --model-config llama-2-7b --device H100-80GB --pp 4 --num-microbatches 8 "
-                          "--micro-batch-size 1 --seq-length 4096 --schedule zb-v -o '" + plan_path + "' > /dev/null";
+                          "--micro-batch-size 1 --seq-length 4096 --schedule zb-v -o '" +
+                          plan_path + "' > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   StatusOr<Plan> plan = ReadPlanFile(plan_path);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

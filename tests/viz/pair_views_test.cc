@@ -30,7 +30,8 @@ TEST(PairViews, AsciiDrawsEachPairAsItsTwoHalves) {
   const std::string text = RenderAscii(t, AsciiOptions{200, false, /*window=*/false});
   // Every pair reads "F<f mb>..&B<b mb>" on its rank's line, in order.
   std::vector<std::string> lines;
-  for (size_t a = 0, b; (b = text.find('\n', a)) != std::string::npos; a = b + 1) lines.push_back(text.substr(a, b - a));
+  for (size_t a = 0, b; (b = text.find('\n', a)) != std::string::npos; a = b + 1)
+    lines.push_back(text.substr(a, b - a));
   int found = 0;
   for (int r = 0; r < t.pp_size; ++r) {
     const std::string prefix = "r" + std::to_string(r) + " ";

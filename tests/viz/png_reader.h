@@ -68,16 +68,25 @@ inline std::string ReadPng(const std::string& path, Image* out) {
       int a = i >= size_t(bpp) ? cur[i - bpp] : 0, b = prev[i], c = i >= size_t(bpp) ? prev[i - bpp] : 0;
       int x = line[1 + i], v = 0;
       switch (filter) {
-        case 0: v = x; break;
-        case 1: v = x + a; break;
-        case 2: v = x + b; break;
-        case 3: v = x + (a + b) / 2; break;
+        case 0:
+          v = x;
+          break;
+        case 1:
+          v = x + a;
+          break;
+        case 2:
+          v = x + b;
+          break;
+        case 3:
+          v = x + (a + b) / 2;
+          break;
         case 4: {
           int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
           v = x + (pa <= pb && pa <= pc ? a : pb <= pc ? b : c);
           break;
         }
-        default: return "bad filter " + std::to_string(filter);
+        default:
+          return "bad filter " + std::to_string(filter);
       }
       cur[i] = static_cast<uint8_t>(v & 0xff);
     }

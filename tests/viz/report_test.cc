@@ -1,7 +1,9 @@
 // The report: every closed-form cell agrees with the simulator exactly for
 // unit costs, output is deterministic, and failures are recorded per cell.
-#include <gtest/gtest.h>
+#include "viz/report.h"
+
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +14,6 @@
 
 #include "schedules/registry.h"
 #include "tests/sanitized.h"
-#include "viz/report.h"
 
 namespace pw::viz {
 namespace {
@@ -45,8 +46,8 @@ TEST(Report, EveryClosedFormCellAgreesExactlyWithTheSimulator) {
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   int checked = 0;
   for (const ReportCell& c : rep->cells) {
-    std::string where = c.schedule + " v=" + std::to_string(c.v) + " P=" + std::to_string(c.pp) +
-                        " m=" + std::to_string(c.m);
+    std::string where =
+        c.schedule + " v=" + std::to_string(c.v) + " P=" + std::to_string(c.pp) + " m=" + std::to_string(c.m);
     if (!c.status.ok()) {
       // Generators may refuse some (P, m, v); a cell with a closed form must run.
       EXPECT_TRUE(c.closed.source.empty()) << where << ": " << c.status.ToString();
@@ -187,8 +188,10 @@ TEST(Report, InterleavedClosedFormForEveryMAtLeastP) {
         EXPECT_EQ(c.makespan, *c.closed.makespan) << where << ": simulated " << c.makespan.ToString();
         EXPECT_EQ(c.bubble_ratio, *c.closed.bubble_ratio) << where << ": simulated " << c.bubble_ratio.ToString();
         EXPECT_EQ(c.closed.peak_memory.empty(), m % P != 0) << where;
-        if (m % P != 0) ++partial_rounds;
-        else EXPECT_EQ(c.peak_memory, c.closed.peak_memory) << where;
+        if (m % P != 0)
+          ++partial_rounds;
+        else
+          EXPECT_EQ(c.peak_memory, c.closed.peak_memory) << where;
       }
   EXPECT_GT(partial_rounds, 50);
 }
@@ -242,8 +245,7 @@ TEST_F(ReportFiles, MissingDirectoryIsCreatedWithItsParents) {
   st = WriteReportFiles(second, out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(Read(dir_ + "/a/b/results/schedule_report.md"), "# second\n");
-  EXPECT_EQ(List(dir_ + "/a/b/results"),
-            (std::vector<std::string>{"bubble.svg", "notes.txt", "schedule_report.md"}));
+  EXPECT_EQ(List(dir_ + "/a/b/results"), (std::vector<std::string>{"bubble.svg", "notes.txt", "schedule_report.md"}));
 }
 
 TEST_F(ReportFiles, RelativeDirectoryWithoutParents) {
@@ -265,13 +267,11 @@ TEST_F(ReportFiles, AFileInTheWayIsNamedAndNothingIsLeftBehind) {
   EXPECT_NE(st.message().find("'" + dir_ + "/file' exists and is not a directory"), std::string::npos) << st.ToString();
   st = WriteReportFiles(report_, dir_ + "/file/results");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("'" + dir_ + "/file' exists and is not a directory"), std::string::npos)
-      << st.ToString();
+  EXPECT_NE(st.message().find("'" + dir_ + "/file' exists and is not a directory"), std::string::npos) << st.ToString();
   // The file in the way found after creating parents p and p/q: both go.
   st = WriteReportFiles(report_, dir_ + "/p/q/../../file/r");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("/p/q/../../file' exists and is not a directory"), std::string::npos)
-      << st.ToString();
+  EXPECT_NE(st.message().find("/p/q/../../file' exists and is not a directory"), std::string::npos) << st.ToString();
   EXPECT_EQ(List(dir_), std::vector<std::string>{"file"}) << "created parents removed on failure";
   EXPECT_FALSE(WriteReportFiles(report_, "").ok());
 }

@@ -62,11 +62,15 @@ TEST(SvgTimeline, OneF1BFourRanksTwoMicrobatchesIsDrawnExactly) {
   // F(s,mb) starts at s + mb; B0 runs on rank 3 at [4,6], rank 2 [6,8],
   // rank 1 [8,10], rank 0 [10,12]; rank 3 does F1 [6,7] then B1 [7,9], and
   // B1 follows down at [9,11], [11,13], [13,15].
-  struct Want { int rank; const char* action; double start, end; } want[] = {
-      {0, "0F0", 0, 1},  {0, "0F1", 1, 2},  {0, "0B0", 10, 12}, {0, "0B1", 13, 15},
-      {1, "1F0", 1, 2},  {1, "1F1", 2, 3},  {1, "1B0", 8, 10},  {1, "1B1", 11, 13},
-      {2, "2F0", 2, 3},  {2, "2F1", 3, 4},  {2, "2B0", 6, 8},   {2, "2B1", 9, 11},
-      {3, "3F0", 3, 4},  {3, "3B0", 4, 6},  {3, "3F1", 6, 7},   {3, "3B1", 7, 9},
+  struct Want {
+    int rank;
+    const char* action;
+    double start, end;
+  } want[] = {
+      {0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {0, "0B0", 10, 12}, {0, "0B1", 13, 15},
+      {1, "1F0", 1, 2}, {1, "1F1", 2, 3}, {1, "1B0", 8, 10},  {1, "1B1", 11, 13},
+      {2, "2F0", 2, 3}, {2, "2F1", 3, 4}, {2, "2B0", 6, 8},   {2, "2B1", 9, 11},
+      {3, "3F0", 3, 4}, {3, "3B0", 4, 6}, {3, "3F1", 6, 7},   {3, "3B1", 7, 9},
   };
   const SvgGeometry g = LayoutSvg(t);
   const std::string svg = RenderSvg(t);
@@ -139,11 +143,12 @@ TEST(HtmlPage, ExternalReferencesFindsWhatABrowserWouldFetch) {
   EXPECT_TRUE(ExternalReferences("<svg xmlns=\"http://www.w3.org/2000/svg\"><rect fill=\"url(#hatch)\"/>"
                                  "<use href=\"#arrow\"/></svg>")
                   .empty());
-  for (const char* bad : {"<img src=\"http://example.com/a.png\">", "<a href=\"https://example.com\">x</a>",
-                          "<link href=\"style.css\">", "<image xlink:href=\"pic.png\"/>",
-                          "<rect fill=\"url(http://example.com/p.svg#h)\"/>", "<style>@import 'x.css';</style>",
-                          "<p>see //cdn.example.com/lib.js</p>", "<svg xmlns=\"http://www.w3.org/2000/svg\" "
-                                                                "src=\"file:///etc/x\">"})
+  for (const char* bad :
+       {"<img src=\"http://example.com/a.png\">", "<a href=\"https://example.com\">x</a>", "<link href=\"style.css\">",
+        "<image xlink:href=\"pic.png\"/>", "<rect fill=\"url(http://example.com/p.svg#h)\"/>",
+        "<style>@import 'x.css';</style>", "<p>see //cdn.example.com/lib.js</p>",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" "
+        "src=\"file:///etc/x\">"})
     EXPECT_FALSE(ExternalReferences(bad).empty()) << bad;
 }
 
@@ -198,7 +203,8 @@ TEST(AsciiTimeline, FitsOneHundredTwentyColumnsAndSaysWhenCompressed) {
       std::string line;
       int rows = 0;
       while (std::getline(ss, line)) {
-        if (line.rfind("legend:", 0) == 0 || line.rfind("time", 0) == 0 || line.find(": simulated,") != std::string::npos)
+        if (line.rfind("legend:", 0) == 0 || line.rfind("time", 0) == 0 ||
+            line.find(": simulated,") != std::string::npos)
           continue;  // prose lines may be longer; the drawing must fit
         EXPECT_LE(line.size(), 120u) << name << " P=" << P << " m=" << m << ": " << line;
         if (line.rfind("r", 0) == 0 && line.find('|') == 4) ++rows;
@@ -212,14 +218,15 @@ TEST(AsciiTimeline, FitsOneHundredTwentyColumnsAndSaysWhenCompressed) {
       std::stringstream ws(win);
       rows = 0;
       while (std::getline(ws, line)) {
-        if (line.rfind("legend:", 0) == 0 || line.rfind("time", 0) == 0 || line.find(": simulated,") != std::string::npos)
+        if (line.rfind("legend:", 0) == 0 || line.rfind("time", 0) == 0 ||
+            line.find(": simulated,") != std::string::npos)
           continue;
         EXPECT_LE(line.size(), 120u) << name << " P=" << P << " m=" << m << " windowed: " << line;
         if (line.rfind("r", 0) == 0 && line.find('|') == 4) ++rows;
       }
       EXPECT_EQ(rows, P) << name;
       EXPECT_EQ(win.find("time WINDOWED") != std::string::npos, m == 64) << name << " P=" << P << " m=" << m << "\n"
-                                                                          << win;
+                                                                         << win;
     }
   }
 }

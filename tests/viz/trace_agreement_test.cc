@@ -8,10 +8,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "executor/comm/loopback_communicator.h"
 #include "executor/runtime/measured_trace.h"

@@ -115,8 +115,8 @@ std::string SyntheticMeasuredTrace(const ::pw::testing::Pipeline& pl) {
   costs.stages[2].b = 1.8;
   StatusOr<SimResult> sim = Simulate(pl.lowered, costs);
   EXPECT_TRUE(sim.ok());
-  Timeline t = TimelineFromSimulation(pl.lowered, costs, *sim, "TEST FIXTURE: synthetic measured 1F1B", "1f1b",
-                                      std::nullopt);
+  Timeline t =
+      TimelineFromSimulation(pl.lowered, costs, *sim, "TEST FIXTURE: synthetic measured 1F1B", "1f1b", std::nullopt);
   t.kind = "measured";
   return ChromeTraceJson(t);
 }
@@ -155,7 +155,8 @@ TEST(Diff, MeasuredVsSimulatedOnASyntheticTrace) {
   bool through_stage1_f = false;
   for (const CriticalStep& c : d->measured_critical)
     through_stage1_f |= c.action.stage == 1 && c.action.type == ActionType::kF;
-  EXPECT_TRUE(through_stage1_f) << "the slowed forwards of stage 1 are on the measured critical path:\n" << RenderDiffText(*d);
+  EXPECT_TRUE(through_stage1_f) << "the slowed forwards of stage 1 are on the measured critical path:\n"
+                                << RenderDiffText(*d);
   std::string text = RenderDiffText(*d);
   EXPECT_NE(text.find("1F3"), std::string::npos);
   EXPECT_NE(text.find("+25.0%"), std::string::npos) << text;

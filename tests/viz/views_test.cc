@@ -138,8 +138,10 @@ TEST(Views, MemoryAxisFollowsThePeakAndDrawsTheLimitOnlyWhenNear) {
   for (const TimelineRank& r : t.ranks) peak = std::max(peak, r.peak_memory_bytes);
   ASSERT_GT(peak, 0);
   for (int64_t limit : {int64_t{0}, peak * 100, peak + 1, peak}) {
-    if (limit > 0) t.memory_limit_bytes = limit;
-    else t.memory_limit_bytes.reset();
+    if (limit > 0)
+      t.memory_limit_bytes = limit;
+    else
+      t.memory_limit_bytes.reset();
     const SvgGeometry g = LayoutSvg(t);
     const std::string svg = RenderSvg(t);
     const bool near = limit > 0 && peak >= kLimitNearShare * limit;
@@ -161,7 +163,7 @@ TEST(Views, HtmlPageHasOneTitle) {
   const size_t a = html.find("<svg"), b = html.find("</svg>");
   ASSERT_TRUE(a != std::string::npos && b != std::string::npos);
   const std::string svg = html.substr(a, b - a);
-  EXPECT_EQ(svg.find(">zb-v<"), std::string::npos);              // the title is not repeated in the drawing
+  EXPECT_EQ(svg.find(">zb-v<"), std::string::npos);             // the title is not repeated in the drawing
   EXPECT_EQ(svg.find("class=\"summary\""), std::string::npos);  // nor the summary line (the page has a table)
 }
 
@@ -170,7 +172,8 @@ void ExpectWithinWidth(const std::string& text, int width, int P, const std::str
   std::stringstream ss(text);
   int rows = 0;
   for (std::string line; std::getline(ss, line);) {
-    const bool drawing = line.rfind("r", 0) == 0 ? line.find('|') == 4 : line.rfind("    :", 0) == 0 || line.rfind("t/s", 0) == 0;
+    const bool drawing =
+        line.rfind("r", 0) == 0 ? line.find('|') == 4 : line.rfind("    :", 0) == 0 || line.rfind("t/s", 0) == 0;
     if (!drawing) continue;
     EXPECT_LE(static_cast<int>(line.size()), width) << label << ": " << line;
     if (line.rfind("r", 0) == 0) ++rows;
@@ -237,8 +240,9 @@ class StaticMemory : public ::testing::Test {
 };
 
 TEST_F(StaticMemory, ZbVPutsEmbeddingAndHeadOnRankZero) {
-  Plan plan = PlanOf("--model-config llama-2-7b --device H100-80GB --pp 4 --num-microbatches 8 --micro-batch-size 1 "
-                     "--seq-length 4096 --schedule zb-v");
+  Plan plan = PlanOf(
+      "--model-config llama-2-7b --device H100-80GB --pp 4 --num-microbatches 8 --micro-batch-size 1 "
+      "--seq-length 4096 --schedule zb-v");
   ASSERT_EQ(plan.pp_size, 4);
   StaticBreakdown sb = StaticMemoryOf(plan);
   ASSERT_TRUE(sb.by_layer);
@@ -272,9 +276,10 @@ TEST_F(StaticMemory, ZbVPutsEmbeddingAndHeadOnRankZero) {
 }
 
 TEST_F(StaticMemory, InterleavedSixteenRanksAndApportionedBytesSumExactly) {
-  Plan plan = PlanOf("--model-config llama-3-70b --device H200-141GB --pp 16 --num-microbatches 128 "
-                     "--micro-batch-size 1 --seq-length 4096 --schedule interleaved-1f1b "
-                     "--num-virtual-stages-per-pipeline-rank 2");
+  Plan plan = PlanOf(
+      "--model-config llama-3-70b --device H200-141GB --pp 16 --num-microbatches 128 "
+      "--micro-batch-size 1 --seq-length 4096 --schedule interleaved-1f1b "
+      "--num-virtual-stages-per-pipeline-rank 2");
   ASSERT_EQ(plan.pp_size, 16);
   StaticBreakdown sb = StaticMemoryOf(plan);
   EXPECT_TRUE(sb.exact);
