@@ -188,7 +188,9 @@ TEST_P(CheckpointTest, BrokenFilesAreNamedBeforeAnythingChanges) {
     std::vector<NamedValues> before = (*engine)->Parameters();
     Status st = (*engine)->LoadCheckpoint(ckpt, current);
     Diff d = WorstDiff((*engine)->Parameters(), before);
-    if (!st.ok()) EXPECT_EQ(d.abs, 0.0) << "a failed load changed " << d.name;
+    if (!st.ok()) {
+      EXPECT_EQ(d.abs, 0.0) << "a failed load changed " << d.name;
+    }
     return {st, (*engine)->Parameters()};
   };
   ASSERT_TRUE(load().first.ok());

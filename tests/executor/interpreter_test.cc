@@ -236,7 +236,7 @@ class BatchCheckingCommunicator : public LoopbackCommunicator {
 };
 
 TEST(InterpreterTest, ConsecutiveSendsAndReceivesArePostedAsOneBatch) {
-  for (const std::string& family : {"1f1b", "interleaved-1f1b", "zb-v"}) {
+  for (const char* family : {"1f1b", "interleaved-1f1b", "zb-v"}) {
     ScheduleRequest req;
     req.schedule = family;
     req.pp_size = 4;

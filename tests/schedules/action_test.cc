@@ -25,7 +25,9 @@ TEST(ActionTest, RejectsWhatPyTorchsPrefixRegexWouldAccept) {
   for (const char* s : {"0BW0", "0F", "F0", "", "0X1", "0F1x", "0SEND1", "-1F0", "0 F1", "0f1"}) {
     auto a = ParseAction(s);
     EXPECT_FALSE(a.ok()) << "'" << s << "' parsed as " << (a.ok() ? a->ToString() : "");
-    if (!a.ok()) EXPECT_NE(a.status().message().find("bad action"), std::string::npos);
+    if (!a.ok()) {
+      EXPECT_NE(a.status().message().find("bad action"), std::string::npos);
+    }
   }
 }
 

@@ -54,7 +54,9 @@ TEST(ClosedForm, FewerMicrobatchesThanStages) {
     for (int m = 1; m <= 3; ++m) {
       auto pl = RunPipeline(name, 4, m);
       ASSERT_TRUE(pl.ok()) << name << " m=" << m << ": " << pl.status().ToString();
-      if (std::string(name) == "1f1b") EXPECT_DOUBLE_EQ(pl->sim.makespan_s, 3.0 * (m + 3));
+      if (std::string(name) == "1f1b") {
+        EXPECT_DOUBLE_EQ(pl->sim.makespan_s, 3.0 * (m + 3));
+      }
     }
   auto p8 = RunPipeline("1f1b", 8, 1);
   ASSERT_TRUE(p8.ok());

@@ -139,8 +139,12 @@ TEST_P(MemoryLimitSweep, RefusedOrWithinTheLimit) {
           auto p = GenerateSchedule(req);
           // A fixed order is refused below its own peak; an adaptive family
           // runs whenever one microbatch in flight fits.
-          if (info->memory_adaptive && limit >= minimum) EXPECT_TRUE(p.ok()) << ctx << ": " << p.status().ToString();
-          if (!info->memory_adaptive && limit < unlimited) EXPECT_FALSE(p.ok()) << ctx;
+          if (info->memory_adaptive && limit >= minimum) {
+            EXPECT_TRUE(p.ok()) << ctx << ": " << p.status().ToString();
+          }
+          if (!info->memory_adaptive && limit < unlimited) {
+            EXPECT_FALSE(p.ok()) << ctx;
+          }
           if (!p.ok()) {
             EXPECT_EQ(p.status().code(), StatusCode::kInfeasible) << ctx << ": " << p.status().ToString();
             EXPECT_NE(p.status().message().find("--memory-limit"), std::string::npos)
