@@ -503,20 +503,17 @@ StatusOr<DeviceSplitSearch> SearchDeviceSplits(const PlannerModel& model, const 
     tps.push_back(options.search_tensor_parallel ? 1 : options.tp_size);
   }
   // The layer count bounds P (a stage cannot be empty).
+  const Recompute probe_rc = model.table && ParseRecompute(model.table->recompute).ok()
+                                 ? *ParseRecompute(model.table->recompute)
+                                 : Recompute::kNone;
   PlannerOptions probe_options = options;
   probe_options.tp_size = tps.front();
-  PW_ASSIGN_OR_RETURN(LayerCostTable probe, CostsFor(model, probe_options, options.micro_batch_size.value_or(1),
-                                                     model.table ? ParseRecompute(model.table->recompute).ok()
-                                                                       ? *ParseRecompute(model.table->recompute)
-                                                                       : Recompute::kNone
-                                                                 : Recompute::kNone));
+  PW_ASSIGN_OR_RETURN(LayerCostTable probe,
+                      CostsFor(model, probe_options, options.micro_batch_size.value_or(1), probe_rc));
   const int L = static_cast<int>(probe.layers.size());
   std::optional<int64_t> limit = options.memory_limit_bytes;
   if (!limit && model.device)
     limit = model.device->memory_bytes - options.memory_reserve_bytes.value_or(model.device->ReserveBytes());
-  const Recompute probe_rc = model.table && ParseRecompute(model.table->recompute).ok()
-                                 ? *ParseRecompute(model.table->recompute)
-                                 : Recompute::kNone;
 
   DeviceSplitSearch out;
   out.num_devices = num_devices;
