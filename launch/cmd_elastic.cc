@@ -158,8 +158,9 @@ StatusOr<ElasticOptions> ParseElastic(const std::vector<std::string>& before, co
     return Status::InvalidArgument(std::string("elastic: ") + e.what());
   }
   o.plan_args = app.remaining();
-  // The executor runs tensor parallelism not yet: --num-devices would
-  // otherwise search T > 1 on GPUs and choose a plan pre-flight refuses.
+  // Tensor-parallel runs do not write checkpoints yet (run refuses
+  // --checkpoint-dir with T > 1), and elastic resumes from them:
+  // --num-devices would otherwise search T > 1 on GPUs and choose such a plan.
   if (!HasFlag(o.plan_args, "--tensor-model-parallel-size") && !HasFlag(o.plan_args, "--tp"))
     o.plan_args.insert(o.plan_args.end(), {"--tensor-model-parallel-size", "1"});
   o.run_args = after;

@@ -168,24 +168,34 @@ const DataParallelSync::StageBuffers* DataParallelSync::Locate(const torch::Tens
   return nullptr;
 }
 
-double DataParallelSync::OwnedGradSumSquares(const torch::Tensor& skip) const {
+double DataParallelSync::OwnedGradSumSquares(const std::vector<torch::Tensor>& skip) const {
   torch::NoGradGuard no_grad;
   double sum = 0.0;
+  auto skipped = [&](const torch::Tensor& p) {
+    return std::any_of(skip.begin(), skip.end(), [&](const torch::Tensor& s) { return s.is_same(p); });
+  };
   for (const auto& [stage, b] : stages_) {
     if (zero1_) {
       const int64_t S = b.padded / dp_.size(), first = dp_.rank() * S;
       torch::Tensor sq = b.shard.to(torch::kDouble).pow(2);
-      sum += sq.sum().item<double>();
-      int64_t off = 0;
-      if (skip.defined() && Locate(skip, &off) == &b) {
-        const int64_t lo = std::max(off, first), hi = std::min(off + skip.numel(), first + S);
-        if (hi > lo) sum -= sq.narrow(0, lo - first, hi - lo).sum().item<double>();
+      if (skip.empty()) {
+        sum += sq.sum().item<double>();
+        continue;
       }
+      // The owned elements of the skipped parameters are zeroed before the
+      // sum (one sum, whatever their number).
+      torch::Tensor keep = torch::ones_like(sq);
+      for (const torch::Tensor& p : skip) {
+        int64_t off = 0;
+        if (Locate(p, &off) != &b) continue;
+        const int64_t lo = std::max(off, first), hi = std::min(off + p.numel(), first + S);
+        if (hi > lo) keep.narrow(0, lo - first, hi - lo).zero_();
+      }
+      sum += (sq * keep).sum().item<double>();
       continue;
     }
     for (const auto& p : b.params)
-      if (p.grad().defined() && !(skip.defined() && p.is_same(skip)))
-        sum += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
+      if (p.grad().defined() && !skipped(p)) sum += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
   }
   return sum;
 }

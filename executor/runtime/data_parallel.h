@@ -72,9 +72,10 @@ class DataParallelSync {
   // Sum of squares (float64) of the gradients this rank owns after Finish:
   // plain, every gradient of its stages (the same on every replica); ZeRO-1,
   // its shards only (sum them over the whole world for the global norm).
-  // The elements of `skip` (a tied head's replica, counted once through the
-  // token table) are left out when given.
-  double OwnedGradSumSquares(const torch::Tensor& skip = torch::Tensor()) const;
+  // The elements of the parameters in `skip` (a tied head's replica,
+  // counted once through the token table; with tensor parallelism the
+  // replicated parameters on TP ranks other than 0) are left out.
+  double OwnedGradSumSquares(const std::vector<torch::Tensor>& skip = {}) const;
   // ZeRO-1 with a tied head, after Finish and after the pipeline's tied
   // gradient sum (Engine): all-reduces `p`'s local gradient (table + head
   // uses of this replica) over the group, divides by D, and writes the

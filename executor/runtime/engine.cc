@@ -3,6 +3,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -18,10 +19,12 @@
 #include "executor/runtime/host_memory.h"
 #include "executor/runtime/interpreter.h"
 #include "executor/runtime/preflight.h"
+#include "executor/runtime/tensor_parallel.h"
 #include "executor/runtime/torch_backend.h"
 #include "executor/runtime/torch_util.h"
 #include "executor/runtime/watchdog.h"
 #include "models/spec/hf_weights.h"
+#include "models/spec/tensor_parallel.h"
 #include "schedules/simulate.h"
 
 namespace pw::exec {
@@ -29,6 +32,15 @@ namespace pw::exec {
 // ----------------------------------------------------------------- Engine ---
 
 namespace {
+
+// Checkpoints and Hugging Face weights hold full tensors; cutting and
+// joining tensor-parallel shards for them is not written yet, so a
+// tensor-parallel run refuses rather than writing or reading wrong files.
+Status NoTensorParallelCheckpoints(int tp_size, const std::string& what) {
+  return Status::InvalidArgument(what + ": the plan has tp_size " + std::to_string(tp_size) +
+                                 "; checkpoints and Hugging Face weights of tensor-parallel runs are not supported "
+                                 "yet (no --save, --checkpoint-dir, --resume, --init-from or --sample with --tp > 1)");
+}
 
 // training.distributed_optimizer (ZeRO-1), false when absent.
 bool DistributedOptimizer(const Plan& plan) { return plan.training && plan.training->distributed_optimizer; }
@@ -39,11 +51,21 @@ struct Engine::Impl {
   Plan plan;
   Program program;
   Communicator* comm = nullptr;   // the pipeline communicator (rank = pipeline rank)
-  Communicator* world = nullptr;  // every rank (pp_size x dp_size)
-  // dp_size > 1: the communicators split from `world` (comm points at pipe).
-  std::unique_ptr<Communicator> pipe, dp;
+  Communicator* world = nullptr;  // every rank (tp_size x pp_size x dp_size)
+  // dp_size > 1 or tp_size > 1: the communicators split from `world` (comm
+  // points at pipe); tp only with tp_size > 1.
+  std::unique_ptr<Communicator> pipe, dp, tp;
   std::unique_ptr<DataParallelSync> sync;
   int dp_rank = 0, dp_size = 1;
+  // Tensor parallelism (plan tp_size > 1): the layers' group over `tp`;
+  // per stage, the replicated parameters whose gradient each TP rank holds
+  // only a share of (summed over the group before the data-parallel
+  // reduction, TensorParallelPartialGradient); every replicated parameter
+  // (its gradient counts once in the global norm: on TP rank 0).
+  int tp_rank = 0, tp_size = 1;
+  std::shared_ptr<models::TensorParallelGroup> tp_group;
+  std::map<int, std::vector<torch::Tensor>> tp_partial;
+  std::vector<torch::Tensor> tp_replicated;
   EngineOptions options;
   CheckedPlan checked;
   std::unique_ptr<TorchStageBackend> backend;
@@ -58,7 +80,17 @@ struct Engine::Impl {
   int step = 0;
 
   Status SumTiedGradients();
+  // Tensor parallelism: sums the partial replicated gradients of `stage`
+  // over the TP group (nothing with tp_size 1). Collective over the group.
+  Status SumTensorParallelPartials(int stage);
 };
+
+Status Engine::Impl::SumTensorParallelPartials(int stage) {
+  auto it = tp_partial.find(stage);
+  if (!tp_group || it == tp_partial.end()) return Status::Ok();
+  return SumPartialGradients(*tp_group, it->second,
+                             "world rank " + std::to_string(world->rank()) + ", stage " + std::to_string(stage));
+}
 
 // Tied LM head, after backward and before clipping and the optimizer step:
 // the token table (first stage) and the head's replica (last stage) each
@@ -144,14 +176,32 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   impl->world = &comm;
   impl->comm = &comm;
   impl->options = options;
-  if (plan.dp_size > 1) {
-    // The 2-D grid (docs/DATA_PARALLEL.md): world rank g = pp_rank * D +
-    // dp_rank. Two splits, in the same order on every rank.
-    const int D = plan.dp_size, g = comm.rank();
+  if (plan.dp_size > 1 || plan.tp_size > 1) {
+    // The grid (docs/DATA_PARALLEL.md, Megatron-LM's default order): world
+    // rank g = pp_rank * D * T + dp_rank * T + tp_rank (with T = 1: g =
+    // pp_rank * D + dp_rank). Splits in the same order on every rank:
+    // pipeline (same dp and tp ranks), data-parallel (same pp and tp),
+    // tensor-parallel (same pp and dp; only with T > 1).
+    const int D = plan.dp_size, T = plan.tp_size, g = comm.rank();
+    const int tp_rank = g % T, dp_rank = (g / T) % D, pp_rank = g / (D * T);
     impl->dp_size = D;
-    impl->dp_rank = g % D;
-    PW_ASSIGN_OR_RETURN(impl->pipe, comm.Split(/*color=*/g % D, /*key=*/g / D, "pipeline"));
-    PW_ASSIGN_OR_RETURN(impl->dp, comm.Split(/*color=*/g / D, /*key=*/g % D, "data-parallel"));
+    impl->dp_rank = dp_rank;
+    impl->tp_size = T;
+    impl->tp_rank = tp_rank;
+    StatusOr<std::unique_ptr<Communicator>> pipe =
+        comm.Split(/*color=*/dp_rank * T + tp_rank, /*key=*/pp_rank, "pipeline");
+    if (!pipe.ok() && T > 1)
+      return Status::InvalidArgument(
+          "plan field 'tp_size' is " + std::to_string(T) + ": the " + comm.name() +
+          " communicator cannot form tensor-parallel groups (no Split: " + pipe.status().message() +
+          "); run tensor-parallel plans with --comm mpi under "
+          "mpirun -np " +
+          std::to_string(comm.size()) + " (or --comm nccl on GPUs)");
+    PW_ASSIGN_OR_RETURN(impl->pipe, std::move(pipe));
+    PW_ASSIGN_OR_RETURN(impl->dp, comm.Split(/*color=*/pp_rank * T + tp_rank, /*key=*/dp_rank, "data-parallel"));
+    if (T > 1) {
+      PW_ASSIGN_OR_RETURN(impl->tp, comm.Split(/*color=*/pp_rank * D + dp_rank, /*key=*/tp_rank, "tensor-parallel"));
+    }
     impl->comm = impl->pipe.get();
   }
   Communicator& pc = *impl->comm;
@@ -181,10 +231,21 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
                                             options.local_rank, static_cast<int>(torch::cuda::device_count()))))
           : torch::Device(torch::kCPU);
   std::map<int, models::GptStage> stages;
+  models::TensorParallelContext tp_context;
+  if (impl->tp) {
+    // Collective buffers: device memory for NCCL, host memory for MPI.
+    impl->tp_group =
+        MakeTensorParallelGroup(*impl->tp, impl->tp->device_buffers() ? device : torch::Device(torch::kCPU));
+    tp_context.group = impl->tp_group;
+    tp_context.sequence_parallel = plan.sequence_parallel;
+  }
   try {
     for (const PlanStage& s : plan.stages) {
       if (s.rank != pc.rank()) continue;
       models::GptStage stage(checked.model, s.layer_begin, s.layer_end, options.init_seed, DtypeOf(options));
+      // Tensor parallel: each shard is the slice of the full initial value
+      // (the same on every placement and every T).
+      if (tp_context.group) PW_RETURN_IF_ERROR(stage->ShardTensorParallel(tp_context));
       stage->to(device);  // initial weights are made on the CPU: the same on every device
       stages.emplace(s.index, std::move(stage));
     }
@@ -206,6 +267,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     }
     StageParameterBytes counted{index, 0, 0};
     for (auto& [name, p] : module->NamedParameters()) {
+      if (impl->tp_group) {
+        PW_ASSIGN_OR_RETURN(TensorParallelLayout layout, TensorParallelLayoutOf(checked.model, name, impl->tp_size));
+        PW_ASSIGN_OR_RETURN(bool partial,
+                            TensorParallelPartialGradient(checked.model, name, impl->tp_size, plan.sequence_parallel));
+        if (!layout.split) impl->tp_replicated.push_back(p);
+        if (partial) impl->tp_partial[index].push_back(p);
+      }
       impl->named_params.emplace_back(name, p);
       params.push_back(p);
       params_by_stage[index].push_back(p);
@@ -227,7 +295,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     const torch::Device buffers = impl->dp->device_buffers() ? device : torch::Device(torch::kCPU);
     impl->sync = std::make_unique<DataParallelSync>(*impl->dp, params_by_stage, options, zero1, buffers);
     DataParallelSync* sync = impl->sync.get();
-    impl->backend->SetGradReduction([sync](int stage) { return sync->Start(stage); });
+    Impl* self = impl.get();
+    // Tensor parallel: a stage's partial replicated gradients are summed
+    // over the TP group first, so the data-parallel reduction (or ZeRO-1's
+    // reduce-scatter) sees whole gradients.
+    impl->backend->SetGradReduction([sync, self](int stage) {
+      PW_RETURN_IF_ERROR(self->SumTensorParallelPartials(stage));
+      return sync->Start(stage);
+    });
     if (options.dp_progress) impl->backend->SetProgress([sync]() { return sync->Progress(); });
   }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
@@ -249,10 +324,13 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   ZeroGrads(params);
   m.backend->BeginStep(&batch);
   StatusOr<RankStepTiming> ran = RunRankStep(m.program, m.step, *m.comm, *m.backend, hooks);
-  if (!ran.ok() && m.dp_size > 1)  // the interpreter names the pipeline rank
+  if (!ran.ok() && (m.dp_size > 1 || m.tp_size > 1))  // the interpreter names the pipeline rank
     return ran.status().WithContext("world rank " + std::to_string(m.world->rank()) + " (replica " +
-                                    std::to_string(m.dp_rank) + ")");
+                                    std::to_string(m.dp_rank) + ", tensor-parallel rank " + std::to_string(m.tp_rank) +
+                                    ")");
   PW_ASSIGN_OR_RETURN(RankStepTiming timing, std::move(ran));
+  if (!m.sync)  // with data parallelism the REDUCE_GRAD actions did it
+    for (const auto& [stage, params] : m.tp_partial) PW_RETURN_IF_ERROR(m.SumTensorParallelPartials(stage));
   // Data parallel: wait for the reductions the REDUCE_GRAD actions started
   // (the time blocked here is the all-reduce's exposed time).
   double reduce_wait_s = 0.0;
@@ -292,8 +370,13 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
     // ZeRO-1: each data-parallel rank owns a shard of every stage's reduced
     // gradient: the global norm sums the shards over the whole world (both
     // dimensions of the grid).
-    // A tied head's replica counts once (through the token table).
-    PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.world, {m.sync->OwnedGradSumSquares(m.tied_head)}));
+    // A tied head's replica counts once (through the token table); with
+    // tensor parallelism a replicated parameter once (on TP rank 0), a
+    // sharded one on every TP rank (its shards).
+    std::vector<torch::Tensor> skip;
+    if (m.tied_head.defined()) skip.push_back(m.tied_head);
+    if (m.tp_rank != 0) skip.insert(skip.end(), m.tp_replicated.begin(), m.tp_replicated.end());
+    PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.world, {m.sync->OwnedGradSumSquares(skip)}));
     double total = 0.0;
     for (const auto& v : norms) total += v[0];
     grad_norm = std::sqrt(total);
@@ -301,8 +384,9 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
     if (coef < 1.0) m.sync->ScaleOwnedGrads(coef);
   } else if (m.options.clip_grad_norm > 0) {
     // Plain data parallelism: after the all-reduce every replica holds the
-    // same (global-batch) gradients, so the sum over the pipeline ranks of
-    // one replica is already the norm over the whole grid.
+    // same (global-batch) gradients, so the sum over the pipeline (and
+    // tensor-parallel) ranks of one replica is already the norm over the
+    // whole grid: replica 0 contributes, the others add 0.
     // Global norm: every rank's sum of squares (float64), all-gathered; the
     // same coefficient on every rank (torch.nn.utils.clip_grad_norm_).
     // Summed on the device, read once (one host sync per step, not one per
@@ -316,12 +400,16 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
         // A tied head's replica is the same parameter as the token table:
         // counted once (Megatron-LM's param_is_not_shared in its norm).
         if (m.tied_head.defined() && p.is_same(m.tied_head)) continue;
+        // Tensor parallel: a replicated parameter counts once (TP rank 0).
+        if (m.tp_rank != 0 && std::any_of(m.tp_replicated.begin(), m.tp_replicated.end(),
+                                          [&](const torch::Tensor& r) { return r.is_same(p); }))
+          continue;
         torch::Tensor term = p.grad().to(torch::kDouble).pow(2).sum();
         acc = acc.defined() ? acc.add_(term) : term;
       }
       if (acc.defined()) sumsq = acc.item<double>();
     }
-    PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.comm, {sumsq}));
+    PW_ASSIGN_OR_RETURN(auto norms, AllGatherDoubles(*m.world, {m.dp_rank == 0 ? sumsq : 0.0}));
     double total = 0.0;
     for (const auto& v : norms) total += v[0];
     grad_norm = std::sqrt(total);
@@ -345,10 +433,11 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   }
   const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
   // Over the whole world: each replica's last stage contributes its mean
-  // loss over its rows, so the global batch's mean is the sum / D (equal
-  // rows per replica); busy seconds are averaged over the replicas.
-  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.world, {m.backend->StepLoss(), timing.busy_s, timing.end_s, step_s,
-                                                            reduce_wait_s}));
+  // loss over its rows (TP rank 0 of it: the TP ranks hold the same loss),
+  // so the global batch's mean is the sum / D (equal rows per replica); busy
+  // seconds are averaged over the replicas and TP ranks.
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.world, {m.tp_rank == 0 ? m.backend->StepLoss() : 0.0, timing.busy_s,
+                                                            timing.end_s, step_s, reduce_wait_s}));
   StepReport r;
   for (const auto& v : all) {
     r.loss += v[0];
@@ -358,7 +447,7 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
     r.reduce_wait_s = std::max(r.reduce_wait_s, v[4]);
   }
   r.loss /= m.dp_size;
-  r.busy_s /= m.dp_size;
+  r.busy_s /= m.dp_size * m.tp_size;
   r.bubble_ratio = BubbleRatio(r.busy_s, m.plan.pp_size, r.makespan_s);
   r.wait_s = timing.wait_s;
   r.tokens = static_cast<int64_t>(batch.rows) * batch.seq * m.dp_size;
@@ -462,6 +551,7 @@ StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& 
 
 StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps_done) {
   Impl& m = *impl_;
+  if (m.tp_size > 1) return NoTensorParallelCheckpoints(m.tp_size, "writing checkpoint " + step_dir);
   // Over the whole world: replica 0's ranks write the layer files (the
   // replicas hold the same parameters); with ZeRO-1 every rank also writes
   // its optimizer shard. World rank 0 (pipeline rank 0 of replica 0) makes
@@ -527,6 +617,7 @@ StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps
 
 Status Engine::LoadCheckpoint(const std::string& step_dir, const CheckpointManifest& manifest) {
   Impl& m = *impl_;
+  if (m.tp_size > 1) return NoTensorParallelCheckpoints(m.tp_size, "reading checkpoint " + step_dir);
   Status st;
   if (m.sync && m.sync->zero1()) {
     // ZeRO-1: the whole moments of this rank's layers (from any layout),
@@ -551,6 +642,7 @@ Status Engine::LoadCheckpoint(const std::string& step_dir, const CheckpointManif
 
 Status Engine::InitFromHf(const std::string& dir) {
   Impl& m = *impl_;
+  if (m.tp_size > 1) return NoTensorParallelCheckpoints(m.tp_size, "--init-from " + dir);
   Status mine = [&]() -> Status {
     if (!m.plan.model) return Status::InvalidArgument("the plan has no model section");
     const std::string config_path = dir + "/config.json";
@@ -574,6 +666,30 @@ int Engine::rank() const { return impl_->comm->rank(); }
 int Engine::dp_rank() const { return impl_->dp_rank; }
 int Engine::dp_size() const { return impl_->dp_size; }
 int Engine::world_rank() const { return impl_->world->rank(); }
+int Engine::tp_rank() const { return impl_->tp_rank; }
+int Engine::tp_size() const { return impl_->tp_size; }
+
+StatusOr<std::vector<NamedValues>> Engine::GatheredParameters() const {
+  const Impl& m = *impl_;
+  std::vector<NamedValues> out;
+  try {
+    for (const auto& [name, p] : m.named_params) {
+      PW_ASSIGN_OR_RETURN(TensorParallelLayout layout, TensorParallelLayoutOf(m.checked.model, name, m.tp_size));
+      if (!m.tp_group || !layout.split) {
+        out.push_back(ToNamedValues(name, p, p));
+        continue;
+      }
+      torch::Tensor all = m.tp_group->AllGather(p.detach().unsqueeze(0));  // (t, shard...)
+      std::vector<torch::Tensor> shards;
+      for (int r = 0; r < m.tp_size; ++r) shards.push_back(all[r]);
+      out.push_back(ToNamedValues(name, models::GatherTpShards(shards, layout), p));
+    }
+  } catch (const c10::Error& e) {
+    return Status::ComputeError("world rank " + std::to_string(m.world->rank()) +
+                                ": gathering tensor-parallel parameters: " + e.what_without_backtrace());
+  }
+  return out;
+}
 Communicator& Engine::pipeline_comm() const { return *impl_->comm; }
 bool Engine::distributed_optimizer() const { return impl_->sync && impl_->sync->zero1(); }
 

@@ -26,13 +26,19 @@ namespace pw::exec {
 
 class Engine {
  public:
-  // Collective over `comm` (every rank of the job: pp_size x dp_size). Agrees
-  // on the plan hash with every rank (AgreeOnPlan), runs PreflightCheck
-  // (world size, validation, model and training fields); with dp_size > 1
-  // splits `comm` into this rank's pipeline and data-parallel communicators
-  // (Communicator::Split; world rank g = pipeline rank * dp_size + dp rank),
-  // then builds this rank's stages and optimizer (ZeRO-1's shards when the
-  // plan says training.distributed_optimizer).
+  // Collective over `comm` (every rank of the job: tp_size x pp_size x
+  // dp_size). Agrees on the plan hash with every rank (AgreeOnPlan), runs
+  // PreflightCheck (world size, validation, model and training fields); with
+  // dp_size > 1 or tp_size > 1 splits `comm` into this rank's pipeline,
+  // data-parallel and (tp_size > 1) tensor-parallel communicators
+  // (Communicator::Split; world rank g = pipeline rank * dp_size * tp_size +
+  // dp rank * tp_size + tp rank), then builds this rank's stages (with
+  // tp_size > 1 its tensor-parallel shards, GptStage::ShardTensorParallel)
+  // and optimizer (ZeRO-1's shards over the data-parallel group of its
+  // (pipeline, tensor-parallel) rank when the plan says
+  // training.distributed_optimizer). InvalidArgument naming the
+  // communicator and --comm mpi when tp_size > 1 and it cannot split
+  // (loopback, tcp).
   // Errors: those of AgreeOnPlan / PreflightCheck (nothing computed yet);
   // ComputeError if LibTorch fails to build a stage.
   static StatusOr<std::unique_ptr<Engine>> Create(const Plan& plan, Communicator& comm, const EngineOptions& options);
@@ -112,11 +118,22 @@ class Engine {
   const Plan& plan() const;
   // Pipeline rank (the index into plan.ranks), data-parallel rank and size,
   // and rank in the communicator Create was given (the world):
-  // world_rank = rank * dp_size + dp_rank (docs/DATA_PARALLEL.md).
+  // world_rank = rank * dp_size + dp_rank with tp_size 1
+  // (docs/DATA_PARALLEL.md).
   int rank() const;
   int dp_rank() const;
   int dp_size() const;
   int world_rank() const;
+  // Tensor-parallel rank and size (plan tp_size; 0 and 1 without TP):
+  // world_rank = rank * dp_size * tp_size + dp_rank * tp_size + tp_rank.
+  int tp_rank() const;
+  int tp_size() const;
+  // This rank's parameters as whole tensors: the shards of split ones
+  // gathered over the tensor-parallel group (GatherTpShards: full shapes,
+  // padding rows dropped), replicated ones as held. Collective over the TP
+  // group (every TP rank calls it). With tp_size 1: Parameters().
+  // Errors: ComputeError naming the rank if a collective fails.
+  StatusOr<std::vector<NamedValues>> GatheredParameters() const;
   // The communicator of this rank's pipeline replica (the world's when
   // dp_size is 1); lives as long as the engine.
   Communicator& pipeline_comm() const;

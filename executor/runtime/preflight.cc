@@ -1,6 +1,7 @@
 #include "executor/runtime/preflight.h"
 
 #include "executor/comm/agree.h"
+#include "models/spec/footprint.h"
 #include "models/torch/executor_model.h"
 #include "schedules/validate.h"
 
@@ -21,11 +22,19 @@ Status AgreeOnPlan(const StatusOr<Plan>& plan, Communicator& comm) {
 StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_fifo_per_pair) {
   if (plan.dp_size < 1)
     return Status::InvalidArgument("plan field 'dp_size' is " + std::to_string(plan.dp_size) + ": must be >= 1");
-  if (plan.tp_size > 1)
-    return Status::InvalidArgument("plan has tp_size=" + std::to_string(plan.tp_size) +
-                                   ": tensor parallelism is planned but not yet executed: plan with --tp 1");
-  // World = pp_size x dp_size ranks (docs/DATA_PARALLEL.md).
-  const int64_t ranks = static_cast<int64_t>(plan.pp_size) * plan.dp_size;
+  if (plan.tp_size < 1)
+    return Status::InvalidArgument("plan field 'tp_size' is " + std::to_string(plan.tp_size) + ": must be >= 1");
+  if (plan.sequence_parallel && plan.tp_size == 1)
+    return Status::InvalidArgument(
+        "plan field 'sequence_parallel' is true with tp_size 1: sequence parallelism shards the sequence over "
+        "tensor-parallel ranks (plan with --tp > 1 or --no-sequence-parallel)");
+  // World = tp_size x pp_size x dp_size ranks (docs/DATA_PARALLEL.md).
+  const int64_t ranks = static_cast<int64_t>(plan.pp_size) * plan.dp_size * plan.tp_size;
+  if (plan.tp_size > 1 && world_size != ranks)
+    return Status::InvalidArgument("plan is for tp " + std::to_string(plan.tp_size) + " x pp " +
+                                   std::to_string(plan.pp_size) + " x dp " + std::to_string(plan.dp_size) + " = " +
+                                   std::to_string(ranks) + " ranks but " + std::to_string(world_size) +
+                                   " were started; run with mpirun -np " + std::to_string(ranks));
   if (world_size != ranks) {
     const std::string grid = plan.dp_size == 1
                                  ? "pp_size=" + std::to_string(plan.pp_size)
@@ -69,6 +78,10 @@ StatusOr<CheckedPlan> PreflightCheck(const Plan& plan, int world_size, bool one_
                                    ") but the model has " + std::to_string(L) + " layers (embedding, " +
                                    std::to_string(out.model.num_layers) + " blocks, head)");
   PW_ASSIGN_OR_RETURN(out.training, ReadReplicaBatch(plan));
+  if (plan.tp_size > 1) {
+    Status tp = CheckTensorParallel(out.model, plan.tp_size, plan.sequence_parallel, out.training.seq_length);
+    if (!tp.ok()) return tp.WithContext("plan fields 'tp_size' / 'sequence_parallel'");
+  }
   // Global batch = dp_size x the rows one replica runs (contract of
   // docs/DATA_PARALLEL.md): replica d reads rows [d*R, (d+1)*R).
   const int64_t global_rows = static_cast<int64_t>(plan.dp_size) * out.training.rows;

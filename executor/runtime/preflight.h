@@ -24,10 +24,15 @@ struct CheckedPlan {
 };
 
 // Local checks, deterministic (same result on every rank):
-//  - tp_size == 1 ("plan has tp_size=4: tensor parallelism is planned but
-//    not yet executed: plan with --tp 1");
+//  - tp_size >= 1, dp_size >= 1;
 //  - world_size == plan.pp_size x plan.dp_size ("plan is for pp_size=2 x
-//    dp_size=2 = 4 ranks but 3 were started (mpirun -np 3); run with -np 4");
+//    dp_size=2 = 4 ranks but 3 were started (mpirun -np 3); run with -np 4"),
+//    x plan.tp_size with tensor parallelism ("plan is for tp 2 x pp 2 x dp 1
+//    = 4 ranks but 3 were started; run with mpirun -np 4");
+//  - tp_size > 1: it divides the heads, kv heads and MLP width, and with
+//    sequence_parallel the sequence length (CheckTensorParallel, naming
+//    --tensor-model-parallel-size / --sequence-parallel); sequence_parallel
+//    only with tp_size > 1;
 //  - ValidateProgram on the plan's action lists, eager semantics (PLAN_FORMAT
 //    rules 1-6: completeness, order, pairing, FIFO, no deadlock); the message
 //    carries the grid with the stuck actions marked;

@@ -71,11 +71,18 @@ TorchStageBackend::TorchStageBackend(const Program& program, int rank, const Mod
       device_(device),
       device_messages_(device_messages),
       stages_(std::move(stages)) {
-  for (auto& [s, module] : stages_) module->SetSink(&store_);
+  for (auto& [s, module] : stages_) {
+    module->SetSink(&store_);
+    const models::TensorParallelContext& tp = module->tensor_parallel();
+    if (tp.sequence_parallel) seq_shards_ = tp.size();
+  }
 }
 
 std::vector<int64_t> TorchStageBackend::MessageShape(int microbatch) const {
-  return {shape_.microbatch_sizes[microbatch], shape_.seq_length, config_.hidden};
+  // Sequence parallel: the activations between stages are this rank's
+  // sequence shard (Korthikanti et al. 2022 §4.2.2; the plan's message bytes
+  // are s b h e / t).
+  return {shape_.microbatch_sizes[microbatch], shape_.seq_length / seq_shards_, config_.hidden};
 }
 
 std::string TorchStageBackend::Where(const char* what, int stage, int microbatch) const {
@@ -114,8 +121,8 @@ Status TorchStageBackend::Forward(int stage, int mb) {
                                                torch::TensorOptions().dtype(torch::kLong))
                                   .clone()
                                   .to(device_);  // (b, T)
-      out = models::LanguageModelLoss(out, targets) *
-            (static_cast<double>(rows) / static_cast<double>(shape_.rows));  // ()
+      out =
+          module_it->second->Loss(out, targets) * (static_cast<double>(rows) / static_cast<double>(shape_.rows));  // ()
       // Accumulated on the device in float64 (exactly what summing
       // item<double>() on the host gave) without a host sync.
       torch::Tensor weighted = out.detach().to(torch::kDouble, /*non_blocking=*/false, /*copy=*/true);  // ()

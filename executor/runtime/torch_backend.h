@@ -126,7 +126,7 @@ class TorchStageBackend : public StageBackend {
     // SEND_F's and SEND_B's of one (stage, mb) may be in flight together.
     torch::Tensor send_forward, send_backward;
   };
-  std::vector<int64_t> MessageShape(int microbatch) const;  // {b, T, C}
+  std::vector<int64_t> MessageShape(int microbatch) const;  // {b, T, C}, {b, T/t, C} with SP
   std::string Where(const char* what, int stage, int microbatch) const;
 
   const Program& program_;
@@ -137,6 +137,7 @@ class TorchStageBackend : public StageBackend {
   torch::Device device_;
   bool device_messages_;  // message buffers on device_ (NCCL), else host (MPI-staged)
   std::map<int, models::GptStage> stages_;
+  int64_t seq_shards_ = 1;  // t when the stages run sequence-parallel (messages are (b, T/t, C))
   WeightGradStore store_;
   const TokenBatch* batch_ = nullptr;
   std::map<std::pair<int, int>, MicrobatchState> state_;

@@ -463,6 +463,21 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     (void)agreed;  // our own error is the one to report
     return data.status().WithContext("rank " + std::to_string(comm.rank()));
   }
+  if (plan->tp_size > 1) {
+    // Checkpoints and HF directories hold full tensors; the tensor-parallel
+    // cut and join of them is not written yet: refuse rather than write or
+    // read wrong files (the same on every rank, before any compute).
+    for (const auto& [flag, value] : {std::pair<const char*, bool>{"--save", !options.save_dir.empty()},
+                                      {"--checkpoint-dir", !options.checkpoint_dir.empty()},
+                                      {"--resume", !options.resume.empty()},
+                                      {"--init-from", !options.init_from.empty()},
+                                      {"--sample", options.sample_tokens > 0}})
+      if (value)
+        return Status::InvalidArgument(std::string(flag) + ": the plan has tp_size " + std::to_string(plan->tp_size) +
+                                       " (tensor parallelism), whose checkpoints and Hugging Face weights are not "
+                                       "supported yet; run it without " +
+                                       flag + " (or plan with --tp 1)");
+  }
   PW_ASSIGN_OR_RETURN(EngineOptions eo, EngineOptionsFor(options, *plan));
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
@@ -492,6 +507,9 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
       std::fprintf(out, "\n");
     }
   }
+  if (run.printer && plan->tp_size > 1)
+    std::fprintf(out, "tensor parallel: TP%d x PP%d x DP%d (%d ranks)%s\n", plan->tp_size, plan->pp_size, plan->dp_size,
+                 comm.size(), plan->sequence_parallel ? ", sequence parallel" : "");
   if (run.printer && plan->dp_size == 1)
     std::fprintf(out,
                  "pipewright run: %s, P=%d, %d stages, m=%d, batch %d x %d tokens, %lld bytes: %s (%s order), %d "

@@ -102,6 +102,13 @@ StatusOr<std::vector<int64_t>> TensorParallelShardShape(const std::vector<int64_
   return shard;
 }
 
+StatusOr<bool> TensorParallelPartialGradient(const ModelConfig& m, const std::string& name, int t, bool sp) {
+  PW_ASSIGN_OR_RETURN(TensorParallelLayout layout, TensorParallelLayoutOf(m, name, t));
+  if (t <= 1 || layout.split) return false;
+  if (sp) return true;
+  return EndsWith(name, ".q_norm.weight") || EndsWith(name, ".k_norm.weight");
+}
+
 VocabRange VocabShardRange(int64_t vocab, int t, int r) {
   const int64_t per = PaddedVocab(vocab, t) / t;
   return VocabRange{per * r, per * (r + 1)};

@@ -64,6 +64,17 @@ StatusOr<TensorParallelLayout> TensorParallelLayoutOf(const ModelConfig& model, 
 StatusOr<std::vector<int64_t>> TensorParallelShardShape(const std::vector<int64_t>& full_shape,
                                                         const TensorParallelLayout& layout, int tp_size);
 
+// True when a TP rank's gradient of replicated parameter `name` is only its
+// share of the whole, to be summed over the group before the optimizer step:
+// Qwen3's q_norm / k_norm (applied to each rank's own heads), and with
+// sequence parallelism every replicated parameter (norms, row-parallel
+// biases and GPT-2's positions act on the rank's sequence shard; Korthikanti
+// et al. 2022 §4.2.2, Megatron-LM's all-reduce of sequence-parallel
+// gradients in finalize_model_grads). False for split parameters and for
+// t = 1. Errors: TensorParallelLayoutOf's.
+StatusOr<bool> TensorParallelPartialGradient(const ModelConfig& model, const std::string& name, int tp_size,
+                                             bool sequence_parallel);
+
 // Rows of the padded vocabulary rank `tp_rank` holds: [begin, end), with
 // end - begin = PaddedVocab(V, t) / t; rows >= V are padding.
 struct VocabRange {

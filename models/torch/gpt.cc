@@ -4,6 +4,9 @@
 #include <random>
 #include <stdexcept>
 
+#include "models/spec/footprint.h"
+#include "models/spec/tensor_parallel.h"
+
 namespace pw::models {
 
 namespace {
@@ -174,8 +177,15 @@ class EmbeddingLayer : public GptLayerImpl {
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
   torch::Tensor TokenTable() const override { return wte; }
-  // tokens (b, T) int64 -> (b, T, C)
+  // tokens (b, T) int64 -> (b, T, C); tensor-parallel with SP: (b, T/t, C)
   torch::Tensor forward(const torch::Tensor& tokens) override {
+    if (tp_.group) {
+      // Vocab-parallel lookup (summed or reduce-scattered over the group),
+      // then the replicated positions of the rows this rank holds.
+      torch::Tensor tok = VocabParallelEmbedding(wte, tokens, sink_, tp_);  // (b, T[/t], C)
+      const int64_t rows = tok.size(1), first = tp_.sequence_parallel ? tp_.rank() * rows : 0;
+      return tok + wpe.narrow(0, first, rows).unsqueeze(0);
+    }
     if (sink_ != nullptr) return EmbeddingFunction::apply(wte, wpe, tokens, sink_);
     const int64_t T = tokens.size(1);
     torch::Tensor tok = torch::embedding(wte, tokens);     // (b, T, C)
@@ -209,11 +219,16 @@ class BlockLayer : public GptLayerImpl {
     InitLinear(mlp_proj, residual_std, ParamSeed(seed, index, 3), dtype);
     this->to(dtype);
   }
-  // x (b, T, C) -> (b, T, C)
+  // x (b, T, C) -> (b, T, C). Tensor-parallel (tp_): this rank's H/t heads
+  // (C/t = Cl channels of q, k and v) and F/t MLP columns; with SP x and the
+  // result are (b, T/t, C) sequence shards.
   torch::Tensor forward(const torch::Tensor& x) override {
-    const int64_t b = x.size(0), T = x.size(1), C = x.size(2), H = n_head_, D = C / H;
-    torch::Tensor qkv_out = qkv->forward(ln_1->forward(x));                                         // (b, T, 3C)
-    auto parts = qkv_out.split(C, /*dim=*/2);                                                       // 3 x (b, T, C)
+    const int64_t D = x.size(2) / n_head_;
+    torch::Tensor a = TpEnter(ln_1->forward(x), tp_);  // (b, T, C)
+    const int64_t b = a.size(0), T = a.size(1);
+    torch::Tensor qkv_out = qkv->forward(a);  // (b, T, 3Cl)
+    const int64_t C = qkv_out.size(2) / 3, H = C / D;
+    auto parts = qkv_out.split(C, /*dim=*/2);                                                       // 3 x (b, T, Cl)
     torch::Tensor q = parts[0].view({b, T, H, D}).transpose(1, 2);                                  // (b, H, T, D)
     torch::Tensor k = parts[1].view({b, T, H, D}).transpose(1, 2);                                  // (b, H, T, D)
     torch::Tensor v = parts[2].view({b, T, H, D}).transpose(1, 2);                                  // (b, H, T, D)
@@ -221,12 +236,12 @@ class BlockLayer : public GptLayerImpl {
     torch::Tensor mask =
         torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril();  // (T, T)
     att = att.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
-    att = torch::softmax(att, -1);                                 // (b, H, T, T)
-    torch::Tensor y = att.matmul(v);                               // (b, H, T, D)
-    y = y.transpose(1, 2).contiguous().view({b, T, C});            // (b, T, C)
-    torch::Tensor h = x + attn_proj->forward(y);                   // (b, T, C)
-    torch::Tensor m = torch::gelu(fc->forward(ln_2->forward(h)));  // (b, T, F)
-    return h + mlp_proj->forward(m);                               // (b, T, C)
+    att = torch::softmax(att, -1);                                               // (b, H, T, T)
+    torch::Tensor y = att.matmul(v);                                             // (b, H, T, D)
+    y = y.transpose(1, 2).contiguous().view({b, T, C});                          // (b, T, Cl)
+    torch::Tensor h = x + attn_proj->forward_row_parallel(y, tp_);               // (b, T[/t], C)
+    torch::Tensor m = torch::gelu(fc->forward(TpEnter(ln_2->forward(h), tp_)));  // (b, T, F/t)
+    return h + mlp_proj->forward_row_parallel(m, tp_);                           // (b, T[/t], C)
   }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   SplitLinear qkv{nullptr}, attn_proj{nullptr}, fc{nullptr}, mlp_proj{nullptr};
@@ -248,10 +263,11 @@ class HeadLayer : public GptLayerImpl {
     unregister_module("lm_head");
     shared_ = table;
   }
-  // x (b, T, C) -> logits (b, T, V)
+  // x (b, T, C) -> logits (b, T, V); tensor-parallel: x (b, T[/t], C) ->
+  // this rank's vocabulary columns, (b, T, V_pad/t)
   torch::Tensor forward(const torch::Tensor& x) override {
     if (shared_.defined()) return torch::linear(ln_f->forward(x), shared_);
-    return lm_head->forward(ln_f->forward(x));
+    return lm_head->forward(TpEnter(ln_f->forward(x), tp_));
   }
   torch::nn::LayerNorm ln_f{nullptr};
   SplitLinear lm_head{nullptr};
@@ -271,6 +287,14 @@ torch::Tensor SplitLinearImpl::forward(const torch::Tensor& x) {
   if (sink_ == nullptr) return torch::linear(x, weight, bias);
   if (bias.defined()) return SplitLinearBiasFunction::apply(x, weight, bias, sink_);
   return SplitLinearNoBiasFunction::apply(x, weight, sink_);
+}
+
+torch::Tensor SplitLinearImpl::forward_row_parallel(const torch::Tensor& x, const TensorParallelContext& tp) {
+  if (!tp.group) return forward(x);
+  torch::Tensor partial =
+      sink_ == nullptr ? torch::linear(x, weight) : SplitLinearNoBiasFunction::apply(x, weight, sink_);  // (..., out)
+  torch::Tensor y = TpExit(partial, tp);
+  return bias.defined() ? y + bias : y;
 }
 
 void ApplyDeferredGrad(const DeferredGemm& g) {
@@ -347,6 +371,29 @@ std::vector<std::pair<std::string, torch::Tensor>> GptStageImpl::NamedParameters
       out.emplace_back(names_[i] + "." + item.key(), item.value());
   }
   return out;
+}
+
+Status GptStageImpl::ShardTensorParallel(const TensorParallelContext& tp) {
+  const int t = tp.size(), r = tp.rank();
+  PW_RETURN_IF_ERROR(CheckTensorParallel(config_, t, /*sequence_parallel=*/false, /*seq_length=*/1));
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (auto& item : layers_[i]->named_parameters(/*recurse=*/true)) {
+      const std::string name = names_[i] + "." + item.key();
+      PW_ASSIGN_OR_RETURN(TensorParallelLayout layout, TensorParallelLayoutOf(config_, name, t));
+      if (!layout.split) continue;
+      torch::Tensor& p = item.value();
+      p.set_data(SliceForTpRank(p.detach(), layout, t, r));
+    }
+    layers_[i]->SetTensorParallel(tp);
+  }
+  tp_ = tp;
+  return Status::Ok();
+}
+
+torch::Tensor GptStageImpl::Loss(const torch::Tensor& logits, const torch::Tensor& targets) const {
+  if (tp_.group) return VocabParallelCrossEntropy(logits, targets, config_.vocab, tp_);
+  return LanguageModelLoss(logits, targets);
 }
 
 torch::Tensor LanguageModelLoss(const torch::Tensor& logits, const torch::Tensor& targets) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "models/spec/model_config.h"
+#include "models/torch/tensor_parallel.h"
 
 namespace pw::models {
 
@@ -61,6 +62,11 @@ class SplitLinearImpl : public torch::nn::Module {
   SplitLinearImpl(int64_t in, int64_t out, bool bias);
   // x: (..., in) -> (..., out).
   torch::Tensor forward(const torch::Tensor& x);
+  // Row-parallel (Megatron, Shoeybi et al. 2019 §3): x (..., in/t) times this
+  // rank's weight columns, the partial sums leave the tensor-parallel region
+  // (TpExit: all-reduce, or reduce-scatter along the sequence with SP), then
+  // the replicated bias is added once. No group in `tp`: forward(x).
+  torch::Tensor forward_row_parallel(const torch::Tensor& x, const TensorParallelContext& tp);
   void set_sink(DeferredGradSink* sink) { sink_ = sink; }
 
   torch::Tensor weight;  // (out, in)
@@ -86,6 +92,12 @@ class GptLayerImpl : public torch::nn::Module {
   // parameter, as the LM head's weight instead of a replica (which is then
   // no parameter of the layer). Other layers: nothing.
   virtual void ShareTokenTable(const torch::Tensor& table) { (void)table; }
+  // Runs the layer tensor-parallel over tp.group from now on (its
+  // parameters already sliced by GptStage::ShardTensorParallel).
+  void SetTensorParallel(const TensorParallelContext& tp) { tp_ = tp; }
+
+ protected:
+  TensorParallelContext tp_;  // no group: the single-device layer
 };
 
 // Token embedding wte[tokens] without positions (Llama): wte (V, C), tokens
@@ -148,8 +160,26 @@ class GptStageImpl : public torch::nn::Module {
   // or logits (b, T, V) if the stage holds the head.
   torch::Tensor forward(torch::Tensor x);
   void SetSink(DeferredGradSink* sink);
-  // ("block.3.attn.qkv.weight", tensor) for every parameter, layer order.
+  // ("block.3.attn_qkv.weight", tensor) for every parameter, layer order.
   std::vector<std::pair<std::string, torch::Tensor>> NamedParameters() const;
+  // Tensor parallelism over tp.group (t = its size, r = its rank): replaces
+  // every parameter split by models/spec/tensor_parallel.h's layout by rank
+  // r's slice of the value it holds (SliceForTpRank; the full initial value
+  // the single-device stage builds, so every shard is the slice of the
+  // single-process model), and runs the layers Megatron's way from then on:
+  // column-parallel QKV / fc1 / gate+up, row-parallel projections, a
+  // vocab-parallel embedding and LM head, sequence-parallel when
+  // tp.sequence_parallel (inputs and outputs between stages are then
+  // (b, T/t, C) sequence shards). Call once, right after construction, not
+  // with share_tied. Errors: InvalidArgument naming
+  // --tensor-model-parallel-size when t does not divide the heads, kv heads
+  // or MLP width (or, with SP, the sequence length at run time).
+  Status ShardTensorParallel(const TensorParallelContext& tp);
+  const TensorParallelContext& tensor_parallel() const { return tp_; }
+  // The loss of the head's output against targets (b, T) int64: the mean
+  // token cross-entropy (LanguageModelLoss), vocab-parallel when the stage
+  // runs tensor-parallel (VocabParallelCrossEntropy). ()
+  torch::Tensor Loss(const torch::Tensor& logits, const torch::Tensor& targets) const;
 
   // Names of the stage's layers [begin, end) ("embedding", "block.3", "head").
   const std::vector<std::string>& layer_names() const { return names_; }
@@ -162,6 +192,7 @@ class GptStageImpl : public torch::nn::Module {
   int begin_ = 0, end_ = 0;
   std::vector<std::string> names_;                     // layer names [begin, end)
   std::vector<std::shared_ptr<GptLayerImpl>> layers_;  // registered as "layer<i>"
+  TensorParallelContext tp_;
 };
 TORCH_MODULE(GptStage);
 

@@ -43,8 +43,11 @@ class LlamaEmbedding : public GptLayerImpl {
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
   torch::Tensor TokenTable() const override { return embed_tokens; }
-  // tokens (b, T) int64 -> (b, T, C)
-  torch::Tensor forward(const torch::Tensor& tokens) override { return TokenEmbedding(embed_tokens, tokens, sink_); }
+  // tokens (b, T) int64 -> (b, T, C); tensor-parallel: vocab-parallel, (b, T/t, C) with SP
+  torch::Tensor forward(const torch::Tensor& tokens) override {
+    if (tp_.group) return VocabParallelEmbedding(embed_tokens, tokens, sink_, tp_);
+    return TokenEmbedding(embed_tokens, tokens, sink_);
+  }
   torch::Tensor embed_tokens;  // (V, C)
 
  private:
@@ -64,10 +67,11 @@ class LlamaHead : public GptLayerImpl {
     unregister_module("lm_head");
     shared_ = table;
   }
-  // x (b, T, C) -> logits (b, T, V)
+  // x (b, T, C) -> logits (b, T, V); tensor-parallel: x (b, T[/t], C) ->
+  // this rank's vocabulary columns, (b, T, V_pad/t)
   torch::Tensor forward(const torch::Tensor& x) override {
     if (shared_.defined()) return torch::linear(norm->forward(x), shared_);
-    return lm_head->forward(norm->forward(x));
+    return lm_head->forward(TpEnter(norm->forward(x), tp_));
   }
   RmsNormLayer norm{nullptr};
   SplitLinear lm_head{nullptr};
@@ -103,14 +107,17 @@ LlamaBlock::LlamaBlock(const ModelConfig& c, int index, uint64_t seed, torch::Dt
 }
 
 torch::Tensor LlamaBlock::forward(const torch::Tensor& x) {
-  const int64_t b = x.size(0), T = x.size(1), H = H_, K = K_, D = D_, R = H_ / K_;
+  // Tensor-parallel (tp_): this rank's H/t query and K/t kv heads (the
+  // group ratio R unchanged) and F/t MLP columns; with SP x and the result
+  // are (b, T/t, C) sequence shards.
+  torch::Tensor n1 = TpEnter(input_layernorm->forward(x), tp_);  // (b, T, C)
+  const int64_t t = tp_.size(), b = n1.size(0), T = n1.size(1), H = H_ / t, K = K_ / t, D = D_, R = H_ / K_;
   if (!cos_.defined() || cos_.size(0) != T || cos_.device() != x.device()) {
     auto [cos, sin] = RopeCosSin(T, D, theta_, scaling_, dtype_);
     cos_ = cos.to(x.device()).unsqueeze(1);  // (T, 1, D)
     sin_ = sin.to(x.device()).unsqueeze(1);  // (T, 1, D)
     mask_ = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril().logical_not();
   }
-  torch::Tensor n1 = input_layernorm->forward(x);                                         // (b, T, C)
   torch::Tensor q = QueryKeyNorm(q_proj->forward(n1).view({b, T, H, D}), /*key=*/false);  // (b, T, H, D)
   torch::Tensor k = QueryKeyNorm(k_proj->forward(n1).view({b, T, K, D}), /*key=*/true);   // (b, T, K, D)
   q = ApplyRope(q, cos_, sin_);                                                           // (b, T, H, D)
@@ -124,10 +131,10 @@ torch::Tensor LlamaBlock::forward(const torch::Tensor& x) {
   scores = scores.view({b, H, T, T}).masked_fill(mask_, -std::numeric_limits<double>::infinity());
   torch::Tensor att = torch::softmax(scores, -1).view({b, K, R * T, T});  // (b, K, R*T, T)
   torch::Tensor y = att.matmul(v).view({b, H, T, D}).transpose(1, 2).contiguous().view({b, T, H * D});
-  torch::Tensor h = x + o_proj->forward(y);                                      // (b, T, C)
-  torch::Tensor n2 = post_attention_layernorm->forward(h);                       // (b, T, C)
-  torch::Tensor m = torch::silu(gate_proj->forward(n2)) * up_proj->forward(n2);  // (b, T, F)
-  return h + down_proj->forward(m);                                              // (b, T, C)
+  torch::Tensor h = x + o_proj->forward_row_parallel(y, tp_);                    // (b, T[/t], C)
+  torch::Tensor n2 = TpEnter(post_attention_layernorm->forward(h), tp_);         // (b, T, C)
+  torch::Tensor m = torch::silu(gate_proj->forward(n2)) * up_proj->forward(n2);  // (b, T, F/t)
+  return h + down_proj->forward_row_parallel(m, tp_);                            // (b, T[/t], C)
 }
 
 torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {

@@ -189,6 +189,30 @@ TEST(DataParallelRefusalTest, CommunicatorWithoutGroupsRefusesOnEveryRank) {
   }
 }
 
+// A tensor-parallel plan on a communicator that cannot split (loopback;
+// tcp shares it, tests/executor/tp_cli_test.sh): every rank refuses before
+// any compute, naming tp_size, the communicator and --comm mpi.
+TEST(TensorParallelRefusalTest, CommunicatorWithoutGroupsRefusesOnEveryRank) {
+  PlanSpec spec;
+  spec.schedule = "1f1b";
+  spec.pp_size = 2;
+  spec.num_microbatches = 2;
+  spec.model = TinyModel(2);
+  spec.seq_length = kSeq;
+  spec.bytes_per_element = 8;  // Fp64Options
+  spec.tp_size = 2;
+  StatusOr<Plan> plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  std::vector<RankRun> runs = RunLoopback(*plan, 4, {RandomBatch(2, kSeq, 1)}, Fp64Options(), /*timeout_s=*/20.0);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(runs[r].status.code(), StatusCode::kInvalidArgument) << "rank " << r << ": " << runs[r].status.ToString();
+    for (const char* want : {"tp_size", "loopback communicator cannot form tensor-parallel groups", "--comm mpi"})
+      EXPECT_NE(runs[r].status.message().find(want), std::string::npos)
+          << "rank " << r << ": no '" << want << "' in: " << runs[r].status.ToString();
+    EXPECT_TRUE(runs[r].reports.empty()) << "rank " << r << " computed a step";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFamilies, EquivalenceTest, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string n = CaseName(info.param);

@@ -33,6 +33,10 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
   PlannerModel model;
   PW_ASSIGN_OR_RETURN(model.config, ParseModelConfig(config, "PlanSpec.model"));
   model.device = TestCpuDevice();
+  // A tensor-parallel group shares one node (the planner refuses T above
+  // gpus_per_node on a device that is not a CPU core): the test device's
+  // node holds the group (only for TP plans, so the others do not move).
+  if (spec.tp_size > 1) model.device->gpus_per_node = spec.tp_size;
 
   PW_ASSIGN_OR_RETURN(ScheduleInfo info, FindSchedule(spec.schedule));
   PlannerOptions o;
@@ -53,6 +57,8 @@ StatusOr<Plan> BuildPlan(const PlanSpec& spec) {
   o.find_min_pp = false;
   o.dp_size = spec.dp_size;
   o.distributed_optimizer = spec.distributed_optimizer;
+  o.tp_size = spec.tp_size;
+  o.sequence_parallel = spec.sequence_parallel;
   if (!spec.microbatch_sizes.empty()) *o.global_batch_size *= spec.dp_size;
   PW_ASSIGN_OR_RETURN(SearchResult result, SearchPlans(model, o));
   PW_ASSIGN_OR_RETURN(Plan plan, BuildPlan(result, model, o));

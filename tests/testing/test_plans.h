@@ -54,6 +54,10 @@ struct PlanSpec {
   int dp_size = 1;
   // ZeRO-1 (training.distributed_optimizer); only with dp_size > 1.
   bool distributed_optimizer = false;
+  // Tensor-parallel ranks T (world = tp_size x pp_size x D), planned as
+  // `pipewright plan --tp T`, and --sequence-parallel (only with T > 1).
+  int tp_size = 1;
+  bool sequence_parallel = false;
 };
 
 // Errors: the planner's (InvalidArgument naming the flag, Infeasible with the
