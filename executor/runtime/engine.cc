@@ -669,6 +669,8 @@ int Engine::world_rank() const { return impl_->world->rank(); }
 int Engine::tp_rank() const { return impl_->tp_rank; }
 int Engine::tp_size() const { return impl_->tp_size; }
 
+int64_t Engine::TensorParallelCollectives() const { return impl_->tp_group ? CollectivesRun(*impl_->tp_group) : 0; }
+
 StatusOr<std::vector<NamedValues>> Engine::GatheredParameters() const {
   const Impl& m = *impl_;
   std::vector<NamedValues> out;

@@ -134,6 +134,10 @@ class Engine {
   // group (every TP rank calls it). With tp_size 1: Parameters().
   // Errors: ComputeError naming the rank if a collective fails.
   StatusOr<std::vector<NamedValues>> GatheredParameters() const;
+  // Tensor-parallel collectives this rank has run since Create (0 without
+  // TP): read from StepHooks::before_action, the difference between two
+  // actions is what the earlier one ran (tests check that W runs none).
+  int64_t TensorParallelCollectives() const;
   // The communicator of this rank's pipeline replica (the world's when
   // dp_size is 1); lives as long as the engine.
   Communicator& pipeline_comm() const;

@@ -41,7 +41,6 @@ class CommTensorParallelGroup : public models::TensorParallelGroup {
     return recv.to(x.device());
   }
 
- private:
   // A contiguous copy on the buffer device (never an alias of x: the
   // all-reduce works in place).
   torch::Tensor Staged(const torch::Tensor& x) const {
@@ -52,7 +51,11 @@ class CommTensorParallelGroup : public models::TensorParallelGroup {
                 "tensor-parallel collectives take float32 or float64, got ", t.scalar_type());
     return t.scalar_type() == torch::kDouble ? ElementType::kFloat64 : ElementType::kFloat32;
   }
+  int64_t collectives() const { return collectives_; }
+
+ private:
   void Run(StatusOr<RequestId> posted, const char* what, const torch::Tensor& buf) {
+    ++collectives_;
     Status st = posted.status();
     if (posted.ok()) st = comm_.Wait(*posted);
     TORCH_CHECK(st.ok(), "tensor-parallel rank ", rank(), " of ", size(), ": ", what, " of ", buf.numel(),
@@ -61,12 +64,18 @@ class CommTensorParallelGroup : public models::TensorParallelGroup {
 
   Communicator& comm_;
   torch::Device buffers_;
+  int64_t collectives_ = 0;
 };
 
 }  // namespace
 
 std::shared_ptr<models::TensorParallelGroup> MakeTensorParallelGroup(Communicator& comm, torch::Device buffers) {
   return std::make_shared<CommTensorParallelGroup>(comm, buffers);
+}
+
+int64_t CollectivesRun(const models::TensorParallelGroup& group) {
+  const auto* g = dynamic_cast<const CommTensorParallelGroup*>(&group);
+  return g != nullptr ? g->collectives() : 0;
 }
 
 Status SumPartialGradients(models::TensorParallelGroup& group, const std::vector<torch::Tensor>& params,

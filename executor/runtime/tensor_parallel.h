@@ -28,6 +28,12 @@ namespace pw::exec {
 // and the communicator's error (rank, peers). `comm` must outlive the group.
 std::shared_ptr<models::TensorParallelGroup> MakeTensorParallelGroup(Communicator& comm, torch::Device buffers);
 
+// Collectives a group made by MakeTensorParallelGroup has run so far (each
+// AllReduceSum, AllGather and ReduceScatter counts 1); 0 for any other group.
+// Tests attribute them to actions: the split backward keeps its shape only if
+// every W runs none.
+int64_t CollectivesRun(const models::TensorParallelGroup& group);
+
 // Sums over the group the gradients of `params` (in order; each rank passes
 // the same list shapes), in one all-reduce of their concatenation: the
 // replicated parameters whose gradient on one rank is only its share

@@ -11,7 +11,12 @@
 // steps (shards gathered over the TP group, Engine::GatheredParameters)
 // equals the single process's within 1e-10 relative. Vocabularies that do
 // not divide 128 t (200, 300) make the padded rows real. Rank 0 prints the
-// worst differences over all ranks. Also: a plan for another world size is
+// worst differences over all ranks. Every compute action's tensor-parallel
+// collectives are counted and compared with the planner's footprint
+// (models/spec/footprint.h tp_comm_f / _i / _w of its stage's layers): F
+// runs tp_comm_f, I runs tp_comm_i (and the embedding's SP all-gather the
+// planner puts in W), W runs none -- the split backward keeps its shape.
+// Also: a plan for another world size is
 // refused before any compute, naming the grid and -np.
 #include <gtest/gtest.h>
 
@@ -20,6 +25,7 @@
 #include <random>
 
 #include "executor/comm/mpi_communicator.h"
+#include "models/spec/footprint.h"
 #include "plan/replica_batch.h"
 #include "tests/executor/executor_test_util.h"
 #include "tests/executor/mpi_test_main.h"
@@ -91,6 +97,30 @@ std::string CaseName(const Case& c) {
   std::snprintf(text, sizeof text, "%s %s TP%d x PP%d x DP%d%s%s%s%s", c.model, c.schedule, c.tp, c.pp, c.dp,
                 c.sp ? " sp" : "", c.tied ? " tied" : "", c.clip ? " clip" : "", c.zero1 ? " zero1" : "");
   return text;
+}
+
+// Tensor-parallel collectives the planner's footprint puts in F, in I (plus
+// W's: the embedding's output-gradient all-gather with SP runs where its
+// input-gradient path is, in I) and in W (none left) for the layers
+// [begin, end) of `plan`'s model.
+struct Collectives {
+  int64_t f = 0, i = 0;
+};
+Collectives PlannedCollectives(const Plan& plan, int begin, int end) {
+  TrainingShape shape;
+  shape.micro_batch_size = 2;
+  shape.seq_length = kSeq;
+  shape.precision = Precision::kFp64;
+  shape.tp_size = plan.tp_size;
+  shape.sequence_parallel = plan.sequence_parallel;
+  const std::vector<LayerSpec> layers = BuildLayerList(*plan.model);
+  Collectives c;
+  for (int l = begin; l < end; ++l) {
+    LayerFootprint fp = ComputeFootprint(*plan.model, layers[l], shape);
+    c.f += static_cast<int64_t>(fp.tp_comm_f.size());
+    c.i += static_cast<int64_t>(fp.tp_comm_i.size() + fp.tp_comm_w.size());
+  }
+  return c;
 }
 
 // Runs one case on every rank and checks it (collective).
@@ -167,12 +197,42 @@ void RunCase(const Case& c) {
           break;
         }
     }
+    // Collectives per action of the first step: the count read before
+    // action k + 1 minus the count before action k is action k's.
+    const Program program = PlanProgram(*plan);
+    const std::vector<Action>& actions = program.ranks[e.rank()];
+    std::vector<int64_t> before(actions.size(), -1);
+    StepHooks hooks;
+    hooks.before_action = [&](int k) { before[k] = e.TensorParallelCollectives(); };
     for (int i = 0; i < 3; ++i) {
-      StatusOr<StepReport> rep = e.Step(Slice(global[i], e.dp_rank(), R));
+      StatusOr<StepReport> rep = e.Step(Slice(global[i], e.dp_rank(), R), true, i == 0 ? &hooks : nullptr);
       ASSERT_TRUE(rep.ok()) << name << " world rank " << g_comm->rank() << ": " << rep.status().ToString();
       losses.push_back(rep->loss);
       worst_loss = std::max(worst_loss, std::fabs(rep->loss - ref_losses[i]) / std::fabs(ref_losses[i]));
       if (c.clip) min_norm = std::min(min_norm, rep->grad_norm);
+      if (i > 0) continue;
+      int checked_w = 0, checked_i = 0;
+      for (size_t k = 0; k + 1 < actions.size(); ++k) {  // the last one's count includes the step's end
+        const Action& a = actions[k];
+        const int64_t ran = before[k + 1] - before[k];
+        const PlanStage& st = plan->stages[a.stage];
+        const Collectives want = PlannedCollectives(*plan, st.layer_begin, st.layer_end);
+        if (a.type == ActionType::kF) {
+          EXPECT_EQ(ran, want.f) << name << ": " << a.ToString() << " ran " << ran << " TP collectives";
+        } else if (a.type == ActionType::kI) {
+          EXPECT_EQ(ran, want.i) << name << ": " << a.ToString() << " ran " << ran << " TP collectives";
+          ++checked_i;
+        } else if (a.type == ActionType::kW) {
+          EXPECT_EQ(ran, 0) << name << ": " << a.ToString() << " (weight gradients) ran " << ran << " TP collectives";
+          ++checked_w;
+        } else if (a.type == ActionType::kB) {
+          EXPECT_EQ(ran, want.i) << name << ": " << a.ToString() << " ran " << ran << " TP collectives";
+        }
+      }
+      if (std::string(c.schedule) == "zb-h1") {
+        EXPECT_GT(checked_w, 0) << name;
+        EXPECT_GT(checked_i, 0) << name;
+      }
     }
     StatusOr<std::vector<NamedValues>> full = e.GatheredParameters();
     ASSERT_TRUE(full.ok()) << name << ": " << full.status().ToString();
