@@ -3,8 +3,9 @@
 # elastic_test.sh), under real mpirun (CPU, loopback network), against an
 # uninterrupted 12-step fp64 run on 4 devices:
 #  1. a rank killed while a checkpoint is being written (the run's
-#     --fault-kind checkpoint drill: rank 2, a writer of layer files in the
-#     4-device plan, SIGKILLed right after its first layer file of step 4): the step directory has layer files but no manifest, the
+#     --fault-kind checkpoint drill: rank 0, the writer of the layer files in
+#     the 4-device plan (4 data-parallel replicas: replica 0 writes) and of
+#     the manifest, SIGKILLed right after its first layer file of step 4): the step directory has layer files but no manifest, the
 #     previous checkpoint (step 2) is intact, and `run --resume` of the root
 #     reads step 2, never the partial one, and ends with the uninterrupted
 #     run's parameters (1e-10 relative);
@@ -39,8 +40,8 @@ elastic --np 4 "${plan_flags[@]}" -- "${run_flags[@]}" --checkpoint-dir straight
 plan4=straight/elastic/plan-np4-launch0.json
 [[ -f $plan4 ]] || fail "no 4-device plan in straight/elastic"
 
-echo "== 1. rank 2 killed while writing the checkpoint of step 4; run --resume reads step 2"
-if mpi 4 "$pipewright" run --plan "$plan4" "${run_flags[@]}" --checkpoint-dir ck --fault-rank 2 --fault-step 3 \
+echo "== 1. rank 0 killed while writing the checkpoint of step 4; run --resume reads step 2"
+if mpi 4 "$pipewright" run --plan "$plan4" "${run_flags[@]}" --checkpoint-dir ck --fault-rank 0 --fault-step 3 \
      --fault-kind checkpoint > killed.txt 2>&1; then fail "the killed run succeeded"; fi
 grep -q "fault injection: SIGKILL while writing checkpoint ck/step_000004" killed.txt \
   || { tail -20 killed.txt; fail "no drill line"; }
@@ -52,11 +53,11 @@ mpi 4 "$pipewright" run --plan "$plan4" "${run_flags[@]}" --checkpoint-dir ck --
 grep -q "^resumed from ck/step_000002 after step 2" resumed.txt || { grep resumed resumed.txt; fail "did not resume from step 2"; }
 compare straight/step_000012 ck/step_000012 "run --resume after a kill during a checkpoint"
 
-echo "== 2. elastic: rank 2 killed while writing the checkpoint of step 6"
-elastic --np 4 --fault-drill 0:2:5:checkpoint "${plan_flags[@]}" -- "${run_flags[@]}" --checkpoint-dir eck \
+echo "== 2. elastic: rank 0 killed while writing the checkpoint of step 6"
+elastic --np 4 --fault-drill 0:0:5:checkpoint "${plan_flags[@]}" -- "${run_flags[@]}" --checkpoint-dir eck \
   > eck.txt 2>&1 || { tail -40 eck.txt; fail "elastic run with a kill during a checkpoint"; }
 grep '^elastic:' eck.txt
-grep -q '^elastic: lost rank 2 .*signal 9.*; re-planned for 3 devices: .*resuming from step 4 ' eck.txt \
+grep -q '^elastic: lost rank 0 .*signal 9.*; re-planned for 3 devices: .*resuming from step 4 ' eck.txt \
   || fail "no restart from step 4"
 compare straight/step_000012 eck/step_000012 "elastic after a kill during a checkpoint"
 
