@@ -181,23 +181,21 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     // rank g = pp_rank * D * T + dp_rank * T + tp_rank (with T = 1: g =
     // pp_rank * D + dp_rank). Splits in the same order on every rank:
     // pipeline (same dp and tp ranks), data-parallel (same pp and tp),
-    // tensor-parallel (same pp and dp; only with T > 1).
+    // tensor-parallel (same pp and dp; only with T > 1). A communicator
+    // without the collectives refuses here, before any compute.
     const int D = plan.dp_size, T = plan.tp_size, g = comm.rank();
+    if (T > 1 && !comm.data_parallel())
+      return Status::InvalidArgument("plan field 'tp_size' is " + std::to_string(T) + ": the " + comm.name() +
+                                     " communicator cannot form tensor-parallel groups (no split collectives); run "
+                                     "tensor-parallel plans with --comm mpi under mpirun -np " +
+                                     std::to_string(comm.size()) + " (or --comm nccl on GPUs)");
+    if (!comm.data_parallel()) return RefuseDataParallel(comm);
     const int tp_rank = g % T, dp_rank = (g / T) % D, pp_rank = g / (D * T);
     impl->dp_size = D;
     impl->dp_rank = dp_rank;
     impl->tp_size = T;
     impl->tp_rank = tp_rank;
-    StatusOr<std::unique_ptr<Communicator>> pipe =
-        comm.Split(/*color=*/dp_rank * T + tp_rank, /*key=*/pp_rank, "pipeline");
-    if (!pipe.ok() && T > 1)
-      return Status::InvalidArgument(
-          "plan field 'tp_size' is " + std::to_string(T) + ": the " + comm.name() +
-          " communicator cannot form tensor-parallel groups (no Split: " + pipe.status().message() +
-          "); run tensor-parallel plans with --comm mpi under "
-          "mpirun -np " +
-          std::to_string(comm.size()) + " (or --comm nccl on GPUs)");
-    PW_ASSIGN_OR_RETURN(impl->pipe, std::move(pipe));
+    PW_ASSIGN_OR_RETURN(impl->pipe, comm.Split(/*color=*/dp_rank * T + tp_rank, /*key=*/pp_rank, "pipeline"));
     PW_ASSIGN_OR_RETURN(impl->dp, comm.Split(/*color=*/pp_rank * T + tp_rank, /*key=*/dp_rank, "data-parallel"));
     if (T > 1) {
       PW_ASSIGN_OR_RETURN(impl->tp, comm.Split(/*color=*/pp_rank * D + dp_rank, /*key=*/tp_rank, "tensor-parallel"));
@@ -440,6 +438,7 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
                                                             timing.end_s, step_s, reduce_wait_s}));
   StepReport r;
   for (const auto& v : all) {
+    r.rank_busy_s.push_back(v[1]);
     r.loss += v[0];
     r.busy_s += v[1];
     r.makespan_s = std::max(r.makespan_s, v[2]);
@@ -532,11 +531,17 @@ StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& 
   const bool zero1 = m.sync && m.sync->zero1();
   std::vector<CheckpointFile> files;
   // Parameters (and, without ZeRO-1, the AdamW state): replica 0 only.
+  // One layer file at a time, so that the test hook runs between files.
   if (m.dp_rank == 0) {
-    StatusOr<std::vector<CheckpointFile>> layer_files =
-        SaveLayerFiles(step_dir, m.layers, zero1 ? nullptr : m.optimizer.get());
-    if (!layer_files.ok()) return layer_files.status().WithContext("rank " + std::to_string(m.world->rank()));
-    files = std::move(*layer_files);
+    for (const LayerTensors& layer : m.layers) {
+      StatusOr<std::vector<CheckpointFile>> layer_files =
+          SaveLayerFiles(step_dir, {layer}, zero1 ? nullptr : m.optimizer.get());
+      if (!layer_files.ok()) return layer_files.status().WithContext("rank " + std::to_string(m.world->rank()));
+      for (CheckpointFile& f : *layer_files) {
+        if (m.options.after_checkpoint_file) m.options.after_checkpoint_file(step_dir, f.name);
+        files.push_back(std::move(f));
+      }
+    }
   }
   if (zero1) {
     // ZeRO-1: every data-parallel rank writes its shard of the AdamW state.
