@@ -39,13 +39,15 @@ void WarpLogits(const SamplingParams& p, std::vector<double>& logits) {
       if (l < kth) l = kRemoved;
   }
   if (p.top_p < 1) {
-    // transformers TopPLogitsWarper: ascending order (stable, as torch.sort
-    // on CPU keeps ties in index order), softmax, cumulative sum; remove
-    // where the cumulative probability <= 1 - top_p, except the last (the
-    // most likely) token.
+    // transformers TopPLogitsWarper: ascending order, softmax, cumulative
+    // sum; remove where the cumulative probability <= 1 - top_p, except the
+    // last (the most likely) token. Equal logits: the lower id counts as
+    // the more likely (last), as greedy's first largest (torch.sort leaves
+    // the order of ties unspecified).
     std::vector<int64_t> order(V);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logits[a] < logits[b]; });
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return logits[a] < logits[b] || (logits[a] == logits[b] && a > b); });
     const double max = logits[order[V - 1]];
     double sum = 0;
     for (double l : logits) sum += std::exp(l - max);

@@ -23,8 +23,8 @@ struct SamplingParams {
   // Nucleus (Holtzman et al. 2019, "The Curious Case of Neural Text
   // Degeneration"): sorted ascending, tokens whose cumulative probability
   // is <= 1 - top_p are removed, the most likely token always kept;
-  // 1 = off, 0 = only the most likely token(s). In [0, 1] (transformers'
-  // range).
+  // 1 = off, 0 = only the most likely token. In [0, 1] (transformers'
+  // range). Among equal logits the lower id counts as the more likely.
   double top_p = 1.0;
 };
 

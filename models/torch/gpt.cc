@@ -237,15 +237,15 @@ class BlockLayer : public GptLayerImpl {
   // keys and values appended to `cache` (b, H, ., D) -> (b, t, C).
   torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override {
     const int64_t b = x.size(0), t = x.size(1), C = x.size(2), H = n_head_, D = C / H;
-    auto parts = qkv->forward(ln_1->forward(x)).split(C, /*dim=*/2);  // 3 x (b, t, C)
-    torch::Tensor q = parts[0].view({b, t, H, D}).transpose(1, 2);    // (b, H, t, D)
+    auto parts = DecodeLinear(*qkv, ln_1->forward(x)).split(C, /*dim=*/2);  // 3 x (b, t, C)
+    torch::Tensor q = parts[0].view({b, t, H, D}).transpose(1, 2);          // (b, H, t, D)
     auto [k, v] = AppendKeysValues(cache, parts[1].view({b, t, H, D}).transpose(1, 2),
                                    parts[2].view({b, t, H, D}).transpose(1, 2), pos);  // (b, H, P, D), P = pos + t
     torch::Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (b, H, t, P)
     if (t > 1) att = att.masked_fill(CachedCausalMask(t, pos, x.device()), -std::numeric_limits<double>::infinity());
     torch::Tensor y = torch::softmax(att, -1).matmul(v).transpose(1, 2).contiguous().view({b, t, C});  // (b, t, C)
-    torch::Tensor h = x + attn_proj->forward(y);                                                       // (b, t, C)
-    return h + mlp_proj->forward(torch::gelu(fc->forward(ln_2->forward(h))));                          // (b, t, C)
+    torch::Tensor h = x + DecodeLinear(*attn_proj, y);                                                 // (b, t, C)
+    return h + DecodeLinear(*mlp_proj, torch::gelu(DecodeLinear(*fc, ln_2->forward(h))));              // (b, t, C)
   }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   SplitLinear qkv{nullptr}, attn_proj{nullptr}, fc{nullptr}, mlp_proj{nullptr};
@@ -271,6 +271,13 @@ class HeadLayer : public GptLayerImpl {
   torch::Tensor forward(const torch::Tensor& x) override {
     if (shared_.defined()) return torch::linear(ln_f->forward(x), shared_);
     return lm_head->forward(ln_f->forward(x));
+  }
+  // x (b, t, C) -> logits (b, t, V), one row through a matrix-vector product.
+  torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override {
+    (void)pos;
+    (void)cache;
+    if (shared_.defined()) return forward(x);
+    return DecodeLinear(*lm_head, ln_f->forward(x));
   }
   torch::nn::LayerNorm ln_f{nullptr};
   SplitLinear lm_head{nullptr};

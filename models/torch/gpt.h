@@ -89,6 +89,12 @@ struct KvCache {
 std::pair<torch::Tensor, torch::Tensor> AppendKeysValues(KvCache& cache, const torch::Tensor& k, const torch::Tensor& v,
                                                          int64_t pos);
 
+// y = x W^T + b of `lin` for incremental decoding (no autograd): one row
+// (x (..., in) with x.numel() == in) goes through a matrix-vector product
+// (BLAS gemv: the weight is read once, never packed as a GEMM operand);
+// more rows through torch::linear. x (..., in) -> (..., out).
+torch::Tensor DecodeLinear(const SplitLinearImpl& lin, const torch::Tensor& x);
+
 // Causal mask of t new queries at positions pos .. pos+t-1 against keys at
 // positions 0 .. pos+t-1: (t, pos+t) bool, true where the key comes after the
 // query (masked).

@@ -29,6 +29,16 @@ std::pair<torch::Tensor, torch::Tensor> AppendKeysValues(KvCache& cache, const t
   return {cache.k.narrow(2, 0, pos + t), cache.v.narrow(2, 0, pos + t)};  // (b, K, P, D) each
 }
 
+torch::Tensor DecodeLinear(const SplitLinearImpl& lin, const torch::Tensor& x) {
+  const int64_t in = x.size(-1);
+  if (x.numel() != in) return torch::linear(x, lin.weight, lin.bias);
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = lin.weight.size(0);
+  torch::Tensor v = x.reshape({in});                                                                // (in)
+  torch::Tensor y = lin.bias.defined() ? torch::addmv(lin.bias, lin.weight, v) : lin.weight.mv(v);  // (out)
+  return y.view(shape);                                                                             // (..., out)
+}
+
 torch::Tensor CachedCausalMask(int64_t t, int64_t pos, torch::Device device) {
   // Query i sits at position pos + i and sees keys 0 .. pos + i.
   return torch::ones({t, pos + t}, torch::TensorOptions().dtype(torch::kBool).device(device))
@@ -62,14 +72,14 @@ torch::Tensor LlamaBlock::ForwardCached(const torch::Tensor& x, int64_t pos, KvC
     cached_cos_ = cos.to(x.device()).unsqueeze(1);  // (rows, 1, D)
     cached_sin_ = sin.to(x.device()).unsqueeze(1);  // (rows, 1, D)
   }
-  torch::Tensor cos = cached_cos_.narrow(0, pos, t), sin = cached_sin_.narrow(0, pos, t);  // (t, 1, D)
-  torch::Tensor n1 = input_layernorm->forward(x);                                          // (b, t, C)
-  torch::Tensor q = QueryKeyNorm(q_proj->forward(n1).view({b, t, H, D}), /*key=*/false);   // (b, t, H, D)
-  torch::Tensor k = QueryKeyNorm(k_proj->forward(n1).view({b, t, K, D}), /*key=*/true);    // (b, t, K, D)
-  q = ApplyRope(q, cos, sin);                                                              // (b, t, H, D)
-  k = ApplyRope(k, cos, sin).transpose(1, 2);                                              // (b, K, t, D)
-  torch::Tensor v = v_proj->forward(n1).view({b, t, K, D}).transpose(1, 2);                // (b, K, t, D)
-  auto [keys, values] = AppendKeysValues(cache, k, v, pos);                                // (b, K, P, D) each
+  torch::Tensor cos = cached_cos_.narrow(0, pos, t), sin = cached_sin_.narrow(0, pos, t);       // (t, 1, D)
+  torch::Tensor n1 = input_layernorm->forward(x);                                               // (b, t, C)
+  torch::Tensor q = QueryKeyNorm(DecodeLinear(*q_proj, n1).view({b, t, H, D}), /*key=*/false);  // (b, t, H, D)
+  torch::Tensor k = QueryKeyNorm(DecodeLinear(*k_proj, n1).view({b, t, K, D}), /*key=*/true);   // (b, t, K, D)
+  q = ApplyRope(q, cos, sin);                                                                   // (b, t, H, D)
+  k = ApplyRope(k, cos, sin).transpose(1, 2);                                                   // (b, K, t, D)
+  torch::Tensor v = DecodeLinear(*v_proj, n1).view({b, t, K, D}).transpose(1, 2);               // (b, K, t, D)
+  auto [keys, values] = AppendKeysValues(cache, k, v, pos);                                     // (b, K, P, D) each
   // Grouped-query attention as in forward: the R query heads of one kv head
   // stacked along the rows, (b, K, R*t, D).
   torch::Tensor qg = q.transpose(1, 2).contiguous().view({b, K, R * t, D});
@@ -81,10 +91,10 @@ torch::Tensor LlamaBlock::ForwardCached(const torch::Tensor& x, int64_t pos, KvC
                  .view({b, K, R * t, P});
   torch::Tensor att = torch::softmax(scores, -1);  // (b, K, R*t, P)
   torch::Tensor y = att.matmul(values).view({b, H, t, D}).transpose(1, 2).contiguous().view({b, t, H * D});
-  torch::Tensor h = x + o_proj->forward(y);                                      // (b, t, C)
-  torch::Tensor n2 = post_attention_layernorm->forward(h);                       // (b, t, C)
-  torch::Tensor m = torch::silu(gate_proj->forward(n2)) * up_proj->forward(n2);  // (b, t, F)
-  return h + down_proj->forward(m);                                              // (b, t, C)
+  torch::Tensor h = x + DecodeLinear(*o_proj, y);                                            // (b, t, C)
+  torch::Tensor n2 = post_attention_layernorm->forward(h);                                   // (b, t, C)
+  torch::Tensor m = torch::silu(DecodeLinear(*gate_proj, n2)) * DecodeLinear(*up_proj, n2);  // (b, t, F)
+  return h + DecodeLinear(*down_proj, m);                                                    // (b, t, C)
 }
 
 }  // namespace pw::models
