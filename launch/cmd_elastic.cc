@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -57,6 +58,12 @@ struct ElasticOptions {
   // --fault-step STEP --fault-kind KIND, so a test can lose a rank in a
   // restarted launch too.
   std::vector<std::string> drills;
+  // --replan-stragglers: runs get --stop-on-straggler, and a rank they
+  // report as a straggler is dropped like a lost one.
+  bool replan_stragglers = false;
+  // Test drill (hidden --slow-drill LAUNCH:RANK:MS, repeatable): launch
+  // LAUNCH runs with run's --slow-rank RANK --slow-ms MS.
+  std::vector<std::string> slow_drills;
 };
 
 // The flags elastic sets itself, refused in the pass-through lists.
@@ -65,7 +72,7 @@ const char* const kPlanFlagsElasticSets[] = {
 const char* const kRunFlagsElasticSets[] = {"--plan", "--resume"};
 // Fault drills (run's test-only --fault-* flags) apply to the first launch
 // only: a drill repeated after every restart would never finish.
-const char* const kFaultFlags[] = {"--fault-rank", "--fault-step", "--fault-kind"};
+const char* const kFaultFlags[] = {"--fault-rank", "--fault-step", "--fault-kind", "--slow-rank", "--slow-ms"};
 
 // The value of `flag` in `args` ("--flag V" or "--flag=V"), or nullopt.
 std::optional<std::string> FlagValue(const std::vector<std::string>& args, const std::string& flag) {
@@ -151,6 +158,8 @@ StatusOr<ElasticOptions> ParseElastic(const std::vector<std::string>& before, co
   app.add_option("--mpirun-arg", o.mpirun_args)->allow_extra_args(false);
   app.add_option("--work-dir", o.work_dir);
   app.add_option("--fault-drill", o.drills)->allow_extra_args(false);
+  app.add_option("--slow-drill", o.slow_drills)->allow_extra_args(false);
+  app.add_flag("--replan-stragglers", o.replan_stragglers);
   std::vector<std::string> reversed(before.rbegin(), before.rend());
   try {
     app.parse(reversed);
@@ -181,10 +190,17 @@ StatusOr<ElasticOptions> ParseElastic(const std::vector<std::string>& before, co
     return bad("the run flags (after --) need --checkpoint-every N >= 1: without a cadence a restart would start over");
   if (!FlagValue(o.run_args, "--steps")) return bad("the run flags (after --) need --steps");
   if (o.work_dir.empty()) o.work_dir = (fs::path(*dir) / "elastic").string();
-  static const std::regex kDrill(R"(\d+:\d+:\d+:(kill|hang))");
+  static const std::regex kDrill(R"(\d+:\d+:\d+:(kill|hang|checkpoint))");
   for (const std::string& d : o.drills)
     if (!std::regex_match(d, kDrill))
-      return bad("--fault-drill " + EscapeForTerminal(d, 64) + ": expected LAUNCH:RANK:STEP:kill|hang");
+      return bad("--fault-drill " + EscapeForTerminal(d, 64) + ": expected LAUNCH:RANK:STEP:kill|hang|checkpoint");
+  static const std::regex kSlow(R"(\d+:\d+:\d+(\.\d+)?)");
+  for (const std::string& d : o.slow_drills)
+    if (!std::regex_match(d, kSlow))
+      return bad("--slow-drill " + EscapeForTerminal(d, 64) + ": expected LAUNCH:RANK:MS");
+  if (o.replan_stragglers && HasFlag(o.run_args, "--straggler-threshold") &&
+      FlagValue(o.run_args, "--straggler-threshold") == std::optional<std::string>("0"))
+    return bad("--replan-stragglers needs the straggler check: the run flags set --straggler-threshold 0");
   return o;
 }
 
@@ -270,12 +286,34 @@ StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, bool echo) 
 struct Loss {
   int rank = -1;
   std::string host;
-  std::string reason;  // "signal 9 (Killed)", "watchdog: ...", ...
+  std::string reason;  // "signal 9 (Killed)", "watchdog: ...", "straggler: ...", ...
   int step = -1;       // the last step any line names (0-based), -1 unknown
+  // A straggler stop (run --stop-on-straggler): the steps done, all
+  // checkpointed (nothing to recompute); -1 otherwise.
+  int stopped_after = -1;
 };
 
 Loss FindLoss(const std::deque<std::string>& lines) {
   Loss loss;
+  // run --stop-on-straggler: "straggler: rank 2 on vm: compute ... x1.87
+  // its peers' ... 41 % of the step ..." then "straggler: stopping after
+  // step 6 (checkpoint ...)".
+  static const std::regex kStraggler(
+      R"(^straggler: rank (\d+)(?: on (\S+))?: .*(x[0-9.]+ its peers').*, ([0-9]+ % of the step))");
+  static const std::regex kStopped(R"(^straggler: stopping after step (\d+))");
+  std::smatch sm;
+  Loss straggler;
+  for (const std::string& line : lines) {
+    if (std::regex_search(line, sm, kStraggler)) {
+      straggler.rank = std::stoi(sm[1]);
+      straggler.host = sm[2].matched ? std::string(sm[2]) : "";
+      straggler.reason = "straggler: " + std::string(sm[3]) + ", " + std::string(sm[4]);
+    } else if (straggler.rank >= 0 && std::regex_search(line, sm, kStopped)) {
+      straggler.stopped_after = std::stoi(sm[1]);
+      straggler.step = straggler.stopped_after - 1;
+    }
+  }
+  if (straggler.stopped_after >= 0) return straggler;
   static const std::regex kOmpi(
       R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?)");
   static const std::regex kStep(R"((?:^|[^a-z])step (\d+)(?:/\d+)?)");
@@ -369,6 +407,12 @@ Status RunElastic(const ElasticOptions& o) {
     const std::vector<std::string> run_args =
         restarts == 0 ? o.run_args : Without(o.run_args, std::begin(kFaultFlags), std::end(kFaultFlags));
     cmd.insert(cmd.end(), run_args.begin(), run_args.end());
+    if (o.replan_stragglers && !HasFlag(run_args, "--stop-on-straggler")) cmd.push_back("--stop-on-straggler");
+    for (const std::string& d : o.slow_drills) {
+      const size_t a = d.find(':'), b = d.find(':', a + 1);
+      if (std::stoi(d.substr(0, a)) == restarts)
+        cmd.insert(cmd.end(), {"--slow-rank", d.substr(a + 1, b - a - 1), "--slow-ms", d.substr(b + 1)});
+    }
     for (const std::string& d : o.drills) {
       std::vector<std::string> f;
       std::stringstream parts(d);
@@ -396,10 +440,21 @@ Status RunElastic(const ElasticOptions& o) {
     }
     const std::optional<std::pair<int, std::string>> resume = LatestCheckpoint(ckpt_dir);
     const int resume_step = resume ? resume->first : 0;
-    if (loss.step >= 0) recomputed += std::max(0, loss.step + 1 - resume_step);
+    if (loss.stopped_after >= 0)
+      recomputed += std::max(0, loss.stopped_after - resume_step);
+    else if (loss.step >= 0)
+      recomputed += std::max(0, loss.step + 1 - resume_step);
     int lost_slots = 1;
     if (!hosts.empty() && !loss.host.empty()) {
-      auto it = std::find_if(hosts.begin(), hosts.end(), [&](const Host& h) { return h.name == loss.host; });
+      // Open MPI names the node by its host name, a hostfile may give the
+      // full DNS name (the MPI Operator's "<pod>.<job>.<namespace>.svc").
+      // (Addresses such as 127.0.0.2 are compared whole.)
+      auto first_label = [](const std::string& n) {
+        return !n.empty() && std::isalpha(static_cast<unsigned char>(n[0])) ? n.substr(0, n.find('.')) : n;
+      };
+      auto it = std::find_if(hosts.begin(), hosts.end(), [&](const Host& h) {
+        return h.name == loss.host || first_label(h.name) == first_label(loss.host);
+      });
       if (it != hosts.end()) {
         lost_slots = it->slots;
         hosts.erase(it);
@@ -457,6 +512,8 @@ Options:
   --mpirun TEXT=mpirun        the mpirun to launch with
   --mpirun-arg TEXT ...       an argument added to every mpirun command line (repeatable), e.g. --oversubscribe
   --work-dir TEXT             where each launch's plan is written (default: <--checkpoint-dir>/elastic)
+  --replan-stragglers         a rank the run reports as a straggler (run --straggler-threshold) is dropped like a
+                              lost one: the run checkpoints that step and stops, elastic re-plans and resumes
 
 Every other flag before -- goes to `pipewright plan` (not --num-devices, --pp, --dp or -o: elastic sets them);
 the flags after -- go to `pipewright run` and must include --steps, --checkpoint-dir and --checkpoint-every
@@ -470,7 +527,7 @@ void RegisterElasticCommand(CLI::App& app, CommandContext& ctx) {
       "elastic",
       "plan for --np devices, train under mpirun, and on a lost rank re-plan for the devices left and resume from "
       "the latest checkpoint: elastic --np N [--hostfile F] [--min-np K] [--max-restarts R] [--mpirun PATH] "
-      "[--mpirun-arg A]... [--work-dir D] <plan flags> -- <run flags> (docs/ELASTIC.md)");
+      "[--mpirun-arg A]... [--work-dir D] [--replan-stragglers] <plan flags> -- <run flags> (docs/ELASTIC.md)");
   sub->prefix_command();  // every argument after the name is ours to split at --
   sub->set_help_flag();
   sub->callback([sub, &ctx] {

@@ -2,6 +2,7 @@
 // write a Kubernetes MPI Operator MPIJob (kubeflow.org/v2beta1) and the
 // ConfigMap holding the plan, for `kubectl apply -f job.yaml`
 // (launch/mpijob.h, docs/LAUNCH.md).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -21,7 +22,19 @@ struct K8sOptions {
   k8s::MpiJobOptions job;
 };
 
-Status Run(const K8sOptions& o) {
+Status Run(K8sOptions o) {
+  if (o.job.elastic) {
+    // --elastic: <plan flags> -- <run flags> after the first --.
+    std::vector<std::string>& args = o.job.run_args;
+    const auto dash = std::find(args.begin(), args.end(), "--");
+    if (dash == args.end())
+      return Status::InvalidArgument(
+          "--elastic: after -- give the plan flags, a second --, then the run flags: `pipewright k8s --elastic ... "
+          "-- --model-config M --device D --global-batch-size B --seq-length S -- --data F --steps N "
+          "--checkpoint-dir DIR --checkpoint-every K`");
+    o.job.plan_args.assign(args.begin(), dash);
+    args.erase(args.begin(), dash + 1);
+  }
   std::ifstream in(o.plan, std::ios::binary);
   if (!in) return Status::NotFound("--plan " + o.plan + ": cannot open the file");
   // Read at most one byte past the ConfigMap limit: a larger file is refused
@@ -69,8 +82,19 @@ void RegisterK8sCommand(CLI::App& app, CommandContext& ctx) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--binary", opts->job.binary, "the pipewright executable inside the image")->capture_default_str();
   sub->add_option("-o,--output", opts->output, "write to FILE (atomically) instead of stdout");
+  sub->add_flag("--elastic", opts->job.elastic,
+                "the launcher runs `pipewright elastic` (re-plan and resume after a lost rank, docs/ELASTIC.md): "
+                "after -- come the plan flags, a second --, then the run flags");
+  sub->add_option("--min-np", opts->job.min_np,
+                  "--elastic: the fewest ranks elastic goes on with (gang minimum: ceil(K / --gpus-per-node) "
+                  "workers + the launcher)")
+      ->capture_default_str();
+  sub->add_option("--max-restarts", opts->job.max_restarts,
+                  "--elastic: restarts of elastic (and runPolicy.backoffLimit of the launcher)")
+      ->capture_default_str();
   sub->add_option("run_args", opts->job.run_args,
-                  "after --: arguments of `pipewright run` (--data FILE required; --device cuda added unless given)");
+                  "after --: arguments of `pipewright run` (--data FILE required; --device cuda added unless given); "
+                  "with --elastic: plan flags -- run flags");
   sub->callback([opts, &ctx]() {
     Status st = Run(*opts);
     if (!st.ok()) Fail(ctx, "k8s", st);

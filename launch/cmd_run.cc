@@ -24,7 +24,7 @@ namespace {
 // loss is seen by every rank at the same step (the loss is all-gathered).
 bool EveryRankStopsTogether(const Status& st) {
   return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound ||
-         st.code() == StatusCode::kInfeasible || exec::IsNonFiniteLoss(st);
+         st.code() == StatusCode::kInfeasible || exec::IsNonFiniteLoss(st) || exec::IsStragglerStop(st);
 }
 
 void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm_kind, CommandContext& ctx) {
@@ -44,19 +44,18 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
   options.local_rank = launch->local_rank;
   static exec::WaitBoard board;  // read by the SIGTERM handler: lives for the process
   options.board = &board;
-  if (launch->launcher == "torchrun" && comm_kind == "nccl")
-    return Fail(ctx, "run",
-                Status::InvalidArgument("--comm nccl: under torchrun the ranks connect over TCP, "
-                                        "with no MPI to bootstrap NCCL; launch with launch/mpirun.sh "
-                                        "or launch/srun.sh"));
   exec::CommunicatorSpec spec;
   spec.kind = comm_kind;
   spec.watchdog_s = watchdog_s;
   spec.local_rank = launch->local_rank;
+  spec.rank = launch->rank;
   if (launch->launcher == "torchrun") {
     // torchrun starts processes without MPI: a full mesh of TCP sockets,
-    // rendezvous on MASTER_ADDR:MASTER_PORT (what torchrun sets).
-    spec.kind = "tcp";
+    // rendezvous on MASTER_ADDR:MASTER_PORT (what torchrun sets), carries
+    // the messages (CPU) or, with --comm nccl, NCCL's bootstrap: the
+    // ncclUniqueId of the world and of every group goes through it.
+    spec.kind = comm_kind == "nccl" ? "nccl" : "tcp";
+    spec.bootstrap = "tcp";
     spec.rank = launch->rank;
     spec.world_size = launch->world_size;
     if (const char* addr = std::getenv("MASTER_ADDR")) spec.tcp.master_addr = addr;
@@ -64,7 +63,9 @@ void RunRun(exec::RunOptions options, double watchdog_s, const std::string& comm
     exec::InstallTerminationReport(&board, launch->rank);
     StatusOr<std::unique_ptr<exec::CommunicatorHandle>> comm = exec::MakeCommunicator(spec);
     if (!comm.ok()) return Fail(ctx, "run", comm.status());
+    options.device_messages = (*comm)->comm().device_buffers();
     Status result = exec::RunTraining(options, (*comm)->comm(), stdout).status();
+    if (result.ok()) result = (*comm)->Finish();
     if (!result.ok()) Fail(ctx, "run", result);
     std::fflush(stdout);
     return;  // a failed rank's peers see its sockets close and fail too
@@ -163,19 +164,34 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                   "whose numbers the plan's costs come from)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  cmd->add_option("--comm", *comm_kind,
-                  "mpi (host messages; MPI-staged with --device cuda) or nccl (GPU messages, one GPU per rank)")
+  cmd->add_option(
+         "--comm", *comm_kind,
+         "mpi (host messages; MPI-staged with --device cuda; under torchrun: TCP) or nccl (GPU messages, one GPU "
+         "per rank; bootstrapped by MPI, or by the TCP rendezvous under torchrun)")
       ->check(CLI::IsMember({"mpi", "nccl"}))
       ->capture_default_str();
   cmd->add_option(
          "--watchdog-s", *watchdog_s,
          "a rank blocked this long on a peer (message, barrier) exits non-zero naming what it waited on; 0 = never")
       ->capture_default_str();
+  cmd->add_option("--straggler-threshold", options->straggler_threshold,
+                  "report a rank whose compute against the plan's is this many times its peers' median in each of "
+                  "--straggler-window steps (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--straggler-window", options->straggler_window, "consecutive steps of the straggler check")
+      ->capture_default_str();
+  cmd->add_flag("--stop-on-straggler", options->stop_on_straggler,
+                "on a straggler, checkpoint the step (with --checkpoint-dir) and stop (pipewright elastic "
+                "--replan-stragglers then drops its slot)");
   cmd->add_option("--fault-rank", options->fault_rank, "TEST ONLY: this rank kills/stops itself mid-step")->group("");
   cmd->add_option("--fault-step", options->fault_step, "TEST ONLY: step of --fault-rank")->group("");
-  cmd->add_option("--fault-kind", options->fault_kind, "TEST ONLY: kill (SIGKILL) or hang (SIGSTOP)")
-      ->check(CLI::IsMember({"kill", "hang"}))
+  cmd->add_option("--fault-kind", options->fault_kind,
+                  "TEST ONLY: kill (SIGKILL), hang (SIGSTOP) or checkpoint (SIGKILL after the first layer file of "
+                  "the checkpoint of step --fault-step + 1)")
+      ->check(CLI::IsMember({"kill", "hang", "checkpoint"}))
       ->group("");
+  cmd->add_option("--slow-rank", options->slow_rank, "TEST ONLY: this rank sleeps in every compute action")->group("");
+  cmd->add_option("--slow-ms", options->slow_ms, "TEST ONLY: milliseconds of --slow-rank's sleep")->group("");
   cmd->callback([options, watchdog_s, comm_kind, &ctx] { RunRun(*options, *watchdog_s, *comm_kind, ctx); });
 }
 

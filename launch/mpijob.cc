@@ -117,8 +117,10 @@ void ReplicaSpec(YAML::Emitter& e, const char* type, int replicas, const MpiJobO
                  bool gpus, const std::function<void()>& container) {
   e << YAML::Key << type << YAML::Value << YAML::BeginMap;
   KeyInt(e, "replicas", replicas);
-  // Never: a failed rank ends the job (restart it with `pipewright run --resume`).
-  KeyStr(e, "restartPolicy", "Never");
+  // Never: a failed rank ends the job (restart it with `pipewright run
+  // --resume`). Elastic: OnFailure, a failed launcher restarts and resumes
+  // from the latest complete checkpoint; a worker's sshd comes back for it.
+  KeyStr(e, "restartPolicy", o.elastic ? "OnFailure" : "Never");
   e << YAML::Key << "template" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
   Labels(e, job);
@@ -147,7 +149,11 @@ void ReplicaSpec(YAML::Emitter& e, const char* type, int replicas, const MpiJobO
     e << YAML::Key << "emptyDir" << YAML::Value << YAML::BeginMap;
     KeyStr(e, "medium", "Memory");
     e << YAML::EndMap << YAML::EndMap;
-    // --pvc claims (launch/mpijob.h), mounted in the same order.
+  }
+  // --pvc claims (launch/mpijob.h), mounted in the same order: in the
+  // workers, and with --elastic in the launcher too (elastic reads the
+  // checkpoint directory and writes each launch's plan there).
+  if (gpus || o.elastic) {
     for (size_t i = 0; i < o.claims.size(); ++i) {
       e << YAML::BeginMap;
       KeyStr(e, "name", "data-" + std::to_string(i));
@@ -160,6 +166,41 @@ void ReplicaSpec(YAML::Emitter& e, const char* type, int replicas, const MpiJobO
   e << YAML::EndMap;  // spec
   e << YAML::EndMap;  // template
   e << YAML::EndMap;  // replica spec
+}
+
+// The mounts of the --pvc claims, volumes "data-<i>".
+void ClaimMounts(YAML::Emitter& e, const MpiJobOptions& o) {
+  for (size_t i = 0; i < o.claims.size(); ++i) {
+    e << YAML::BeginMap;
+    KeyStr(e, "name", "data-" + std::to_string(i));
+    KeyStr(e, "mountPath", o.claims[i].substr(o.claims[i].find(':') + 1));
+    e << YAML::EndMap;
+  }
+}
+
+// The elastic launcher's arguments: pipewright elastic over the operator's
+// hostfile, mpirun's placement flags passed through --mpirun-arg=, the plan
+// flags, then -- and the run flags (--device cuda unless given).
+std::vector<std::string> ElasticArgs(const MpiJobLayout& l, const MpiJobOptions& o) {
+  std::vector<std::string> args = {"elastic",
+                                   "--np",
+                                   std::to_string(l.ranks),
+                                   "--hostfile",
+                                   kOperatorHostfile,
+                                   "--min-np",
+                                   std::to_string(o.min_np),
+                                   "--max-restarts",
+                                   std::to_string(o.max_restarts)};
+  for (const char* a : {"--bind-to", "none", "--map-by", "slot", "-x", "OMP_NUM_THREADS=1"})
+    args.push_back(std::string("--mpirun-arg=") + a);
+  args.insert(args.end(), o.plan_args.begin(), o.plan_args.end());
+  args.push_back("--");
+  if (!HasFlag(o.run_args, "--device")) {
+    args.push_back("--device");
+    args.push_back("cuda");
+  }
+  args.insert(args.end(), o.run_args.begin(), o.run_args.end());
+  return args;
 }
 
 std::string ConfigMapDoc(const std::string& plan_text, const MpiJobOptions& o, const std::string& job, bool quoted) {
@@ -195,6 +236,9 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
   KeyStr(e, "pipewright/grid",
          (l.tp_size > 1 ? "tp_size=" + std::to_string(l.tp_size) + " " : std::string()) + "pp_size=" +
              std::to_string(l.pp_size) + " dp_size=" + std::to_string(l.dp_size) + " ranks=" + std::to_string(l.ranks));
+  if (o.elastic)
+    KeyStr(e, "pipewright/elastic",
+           "min-np=" + std::to_string(o.min_np) + " max-restarts=" + std::to_string(o.max_restarts));
   e << YAML::EndMap;
   e << YAML::EndMap;  // metadata
 
@@ -202,7 +246,7 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
   KeyInt(e, "slotsPerWorker", l.slots_per_worker);
   e << YAML::Key << "runPolicy" << YAML::Value << YAML::BeginMap;
   KeyStr(e, "cleanPodPolicy", "Running");
-  KeyInt(e, "backoffLimit", 0);
+  KeyInt(e, "backoffLimit", o.elastic ? o.max_restarts : 0);
   e << YAML::Key << "schedulingPolicy" << YAML::Value << YAML::BeginMap;
   KeyInt(e, "minAvailable", l.min_available);
   if (!o.queue.empty()) KeyStr(e, "queue", o.queue);
@@ -225,10 +269,11 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
     args.push_back("cuda");
   }
   args.insert(args.end(), o.run_args.begin(), o.run_args.end());
+  if (o.elastic) args = ElasticArgs(l, o);
   ReplicaSpec(e, "Launcher", 1, o, job, /*gpus=*/false, [&] {
     KeyStr(e, "name", "launcher");
     KeyStr(e, "image", o.image);
-    StrSeq(e, "command", {"mpirun"});
+    StrSeq(e, "command", {o.elastic ? o.binary : std::string("mpirun")});
     StrSeq(e, "args", args);
     e << YAML::Key << "env" << YAML::Value << YAML::BeginSeq;
     for (const char* var : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"}) {
@@ -245,6 +290,7 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
     e << YAML::EndMap << YAML::EndMap;
     e << YAML::Key << "volumeMounts" << YAML::Value << YAML::BeginSeq;
     PlanMount(e);
+    if (o.elastic) ClaimMounts(e, o);
     e << YAML::EndSeq;
   });
   // The workers: sshd in the foreground; mpirun starts the ranks through it.
@@ -266,12 +312,7 @@ std::string MpiJobDoc(const MpiJobLayout& l, const MpiJobOptions& o) {
     KeyStr(e, "name", "dshm");
     KeyStr(e, "mountPath", "/dev/shm");
     e << YAML::EndMap;
-    for (size_t i = 0; i < o.claims.size(); ++i) {
-      e << YAML::BeginMap;
-      KeyStr(e, "name", "data-" + std::to_string(i));
-      KeyStr(e, "mountPath", o.claims[i].substr(o.claims[i].find(':') + 1));
-      e << YAML::EndMap;
-    }
+    ClaimMounts(e, o);
     e << YAML::EndSeq;
   });
   e << YAML::EndMap;  // mpiReplicaSpecs
@@ -332,6 +373,28 @@ StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::strin
     return Status::InvalidArgument(
         "run arguments: `pipewright run` needs --data FILE (a path inside the image or a mounted volume): "
         "pass it after --, e.g. `pipewright k8s ... -- --data /data/corpus.txt --steps 1000`");
+  if (o.elastic) {
+    if (o.max_restarts < 0)
+      return Status::InvalidArgument("--max-restarts " + std::to_string(o.max_restarts) + ": must be >= 0");
+    if (o.plan_args.empty())
+      return Status::InvalidArgument(
+          "--elastic: the plan flags elastic plans with go between the two --: `pipewright k8s --elastic ... -- "
+          "--model-config M --device D --global-batch-size B --seq-length S -- --data F --steps N "
+          "--checkpoint-dir DIR --checkpoint-every K`");
+    for (const char* f :
+         {"--num-devices", "--pp", "--pipeline-model-parallel-size", "--dp", "--data-parallel-size", "-o", "--output"})
+      if (HasFlag(o.plan_args, f))
+        return Status::InvalidArgument(std::string("--elastic: plan flag ") + f +
+                                       " is set by pipewright elastic (it plans for the devices it has)");
+    if (HasFlag(o.run_args, "--resume"))
+      return Status::InvalidArgument(
+          "--elastic: run flag --resume is set by pipewright elastic (the latest checkpoint)");
+    for (const char* f : {"--steps", "--checkpoint-dir", "--checkpoint-every"})
+      if (!HasFlag(o.run_args, f))
+        return Status::InvalidArgument(std::string("--elastic: the run flags need ") + f +
+                                       " (elastic resumes from the checkpoints; put --checkpoint-dir on a --pvc "
+                                       "claim every pod mounts)");
+  }
   if (static_cast<int64_t>(plan_text.size()) > kMaxConfigMapBytes)
     return Status::InvalidArgument(plan_source + ": " + std::to_string(plan_text.size()) +
                                    " bytes, more than a ConfigMap holds (" + std::to_string(kMaxConfigMapBytes) +
@@ -372,6 +435,13 @@ StatusOr<MpiJobLayout> PlanMpiJob(const std::string& plan_text, const std::strin
                                    "multiple of it");
   l.workers = l.ranks / o.gpus_per_node;
   l.min_available = l.workers + 1;
+  if (o.elastic) {
+    if (o.min_np < 1 || o.min_np > l.ranks)
+      return Status::InvalidArgument("--min-np " + std::to_string(o.min_np) + ": must be in [1, " +
+                                     std::to_string(l.ranks) + "] (the plan's ranks)");
+    // The gang may start with the fewest workers elastic can run on.
+    l.min_available = (o.min_np + o.gpus_per_node - 1) / o.gpus_per_node + 1;
+  }
   l.plan_hash = PlanHash(plan);
   l.job_name = o.job_name.empty() ? "pipewright-" + l.plan_hash.substr(0, 8) : o.job_name;
   const std::string last_pod = l.job_name + "-worker-" + std::to_string(l.workers - 1);

@@ -41,10 +41,29 @@ struct MpiJobOptions {
   std::string job_name;               // metadata.name; empty: "pipewright-" + the first 8 hex digits of the plan hash
   std::string binary = "pipewright";  // the pipewright executable in the image (a name on PATH or a path)
   std::vector<std::string> run_args;  // appended to `pipewright run --plan ...` (must include --data FILE)
-  // PersistentVolumeClaims mounted read-write in every Worker pod, as
-  // "CLAIM:/mount/path" (data, checkpoints); volumes "data-0", "data-1", ...
+  // PersistentVolumeClaims mounted read-write in every Worker pod (and,
+  // with `elastic`, the Launcher pod), as "CLAIM:/mount/path" (data,
+  // checkpoints); volumes "data-0", "data-1", ...
   std::vector<std::string> claims;
+  // --elastic (docs/ELASTIC.md): the launcher runs
+  //   pipewright elastic --np W --hostfile /etc/mpi/hostfile --min-np K
+  //     --max-restarts R --mpirun-arg=... <plan_args> -- <run_args>
+  // instead of mpirun, so a lost rank drops its Worker pod's host and the
+  // run re-plans and resumes from the latest checkpoint; the gang minimum is
+  // ceil(K / G) workers + the launcher, and both pods restart OnFailure (a
+  // restarted launcher resumes from the latest complete checkpoint too;
+  // runPolicy.backoffLimit = R).
+  bool elastic = false;
+  int min_np = 1;        // --min-np K, in [1, W]
+  int max_restarts = 3;  // --max-restarts R, >= 0
+  // The `pipewright plan` flags elastic plans with (model, device, batch,
+  // ...; not --num-devices, --pp, --dp or -o: elastic sets them).
+  std::vector<std::string> plan_args;
 };
+
+// Where the MPI Operator (v2beta1) mounts the hostfile it writes for the
+// launcher: one "<worker pod>.<job>.<namespace>.svc slots=G" line per Worker.
+inline constexpr char kOperatorHostfile[] = "/etc/mpi/hostfile";
 
 // The numbers a plan and options give (computed before any YAML).
 struct MpiJobLayout {
@@ -54,7 +73,7 @@ struct MpiJobLayout {
   int ranks = 0;             // tp_size * pp_size * dp_size (mpirun -np)
   int slots_per_worker = 0;  // G
   int workers = 0;           // ranks / G
-  int min_available = 0;     // workers + 1 launcher: every pod (gang)
+  int min_available = 0;     // workers + 1 launcher: every pod (gang); elastic: ceil(min_np / G) + 1
   std::string job_name;      // resolved (default from the plan hash)
   std::string plan_hash;     // PlanHash of the plan (16 hex digits)
 };
@@ -70,6 +89,9 @@ struct MpiJobLayout {
 // --pvc not CLAIM:/absolute/path with a DNS-1123 claim name, or a mount path
 // used twice or on /etc/pipewright or /dev/shm;
 // run arguments holding --plan (the mounted plan is used) or missing --data;
+// with elastic: --min-np outside [1, W], --max-restarts < 0, no plan flags
+// or plan flags elastic sets, run arguments without --steps,
+// --checkpoint-dir or --checkpoint-every, or holding --resume;
 // a plan that does not parse (the plan reader's error, naming `plan_source`),
 // has no model or training section (schedule-only), fails the validator
 // (schedules/validate.h, as `pipewright validate`), or is larger than a

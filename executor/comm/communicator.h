@@ -61,6 +61,11 @@ class Communicator {
   // device's memory (NCCL); false (the default): host memory, GPU tensors are
   // staged through it.
   virtual bool device_buffers() const { return false; }
+  // True when Split and the data-parallel collectives below work (MPI,
+  // NCCL): a plan with dp_size > 1 can run. False (the default: loopback,
+  // TCP, whose Split only bootstraps NCCL groups): such a plan is refused
+  // before any compute (RefuseDataParallel).
+  virtual bool data_parallel() const { return false; }
 
   // Posts a non-blocking send of `bytes` bytes at `data` to `peer`; never
   // blocks. REQUIRES: `data` stays valid and unchanged until Wait(returned id)
@@ -124,6 +129,11 @@ class Communicator {
   virtual StatusOr<RequestId> IreduceScatterSum(const void* send, void* recv, int64_t count, ElementType type);
   virtual StatusOr<RequestId> IallGatherBlocks(const void* send, void* recv, int64_t count, ElementType type);
 };
+
+// The refusal of a plan with dp_size > 1 on `comm` when
+// !comm.data_parallel(): InvalidArgument naming the communicator, plan
+// --dp and the launchers that run data parallelism.
+Status RefuseDataParallel(const Communicator& comm);
 
 // AllGather of a vector of doubles (same length on every rank): result[r] is
 // rank r's vector.

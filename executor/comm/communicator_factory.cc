@@ -1,5 +1,7 @@
 #include "executor/comm/communicator_factory.h"
 
+#include <cstdlib>
+
 #include "base/printable.h"
 #include "executor/comm/launch_env.h"
 #include "executor/comm/mpi_communicator.h"
@@ -25,10 +27,34 @@ StatusOr<std::unique_ptr<Communicator>> MakeMpi(double watchdog_s) {
   return std::unique_ptr<Communicator>(std::move(mpi));
 }
 
+StatusOr<std::unique_ptr<Communicator>> MakeTcp(const CommunicatorSpec& spec) {
+  TcpOptions tcp = spec.tcp;
+  tcp.watchdog_s = spec.watchdog_s;
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<TcpCommunicator> comm, TcpCommunicator::Create(spec.rank, spec.world_size, tcp));
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
 StatusOr<std::unique_ptr<CommunicatorHandle>> MakeNccl(const CommunicatorSpec& spec) {
 #ifdef PW_HAVE_NCCL
-  if (!CudaDeviceAvailable()) return Status::InvalidArgument(spec.flag + " nccl: no CUDA device visible");
-  PW_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> bootstrap, MakeMpi(spec.watchdog_s));
+  if (spec.bootstrap != "mpi" && spec.bootstrap != "tcp")
+    return Status::InvalidArgument(spec.flag + " nccl: bootstrap '" + spec.bootstrap + "' is neither mpi nor tcp");
+  // Before any rendezvous: every rank refuses alone, none waits for a peer.
+  std::string why;
+  if (CudaDeviceCount(&why) == 0) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    return Status::InvalidArgument(
+        spec.flag + " nccl: rank " + std::to_string(spec.rank) + " sees no CUDA device (" +
+        (why.empty() ? "cudaGetDeviceCount: 0 devices" : why) +
+        (visible != nullptr ? std::string(", CUDA_VISIBLE_DEVICES=") + visible : std::string()) +
+        "): NCCL moves GPU buffers; on CPUs leave out --comm nccl (" +
+        (spec.bootstrap == "tcp" ? "torchrun: TCP messages" : "MPI messages") + ")");
+  }
+  std::unique_ptr<Communicator> bootstrap;
+  if (spec.bootstrap == "tcp") {
+    PW_ASSIGN_OR_RETURN(bootstrap, MakeTcp(spec));
+  } else {
+    PW_ASSIGN_OR_RETURN(bootstrap, MakeMpi(spec.watchdog_s));
+  }
   // One GPU per rank (NCCL refuses two ranks on one GPU). Compute runs on
   // LibTorch's default stream (nullptr = the legacy default stream).
   PW_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> nccl,
@@ -62,9 +88,7 @@ StatusOr<std::unique_ptr<CommunicatorHandle>> MakeMpiHandle(const CommunicatorSp
 }
 
 StatusOr<std::unique_ptr<CommunicatorHandle>> MakeTcpHandle(const CommunicatorSpec& spec) {
-  TcpOptions tcp = spec.tcp;
-  tcp.watchdog_s = spec.watchdog_s;
-  PW_ASSIGN_OR_RETURN(std::unique_ptr<TcpCommunicator> comm, TcpCommunicator::Create(spec.rank, spec.world_size, tcp));
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, MakeTcp(spec));
   return std::make_unique<CommunicatorHandle>(nullptr, std::move(comm), nullptr);
 }
 

@@ -7,8 +7,10 @@
 //   "mpi"   MpiCommunicator: host buffers over MPI point-to-point
 //           (mpi_communicator.h). REQUIRES an MpiEnvironment alive.
 //   "nccl"  NcclCommunicator: device buffers over NCCL, bootstrapped through
-//           an MpiCommunicator that also carries its AllGather / Barrier
-//           (nccl_communicator.h). REQUIRES an MpiEnvironment alive.
+//           an MpiCommunicator (spec.bootstrap "mpi"; REQUIRES an
+//           MpiEnvironment alive) or a TcpCommunicator (spec.bootstrap
+//           "tcp": torchrun) that also carries its AllGather / Barrier and
+//           whose Split forms its groups (nccl_communicator.h).
 //   "tcp"   TcpCommunicator: a full mesh of sockets, rendezvous at
 //           MASTER_ADDR:MASTER_PORT, for torchrun (tcp_communicator.h).
 #pragma once
@@ -44,9 +46,12 @@ struct CommunicatorSpec {
   double watchdog_s = 0.0;
   // nccl: the GPU is DeviceForRank(local_rank, CUDA device count).
   int local_rank = 0;
-  // tcp: this process's rank and the number of ranks (the MPI kinds read
-  // MPI_COMM_WORLD instead), and the rendezvous; tcp.watchdog_s is replaced
-  // by watchdog_s above.
+  // nccl: what carries the ncclUniqueId and the AllGather / Barrier: "mpi"
+  // (MPI_COMM_WORLD) or "tcp" (the rendezvous below; torchrun).
+  std::string bootstrap = "mpi";
+  // tcp, and nccl over tcp: this process's rank and the number of ranks
+  // (the MPI kinds read MPI_COMM_WORLD instead), and the rendezvous;
+  // tcp.watchdog_s is replaced by watchdog_s above.
   int rank = 0;
   int world_size = 1;
   TcpOptions tcp;
@@ -78,10 +83,12 @@ class CommunicatorHandle {
 };
 
 // Makes a communicator of spec.kind. Collective: every rank calls it with the
-// same spec.kind (mpi / nccl: over MPI_COMM_WORLD; tcp: over
-// spec.world_size processes). Errors: CheckCommunicatorKind's; nccl:
-// InvalidArgument when no CUDA device is visible; CommError from creating the
-// communicator (naming the rank and the MPI / NCCL / socket error).
+// same spec.kind (mpi, nccl over mpi: over MPI_COMM_WORLD; tcp, nccl over
+// tcp: over spec.world_size processes). Errors: CheckCommunicatorKind's;
+// nccl: InvalidArgument when no CUDA device is visible (checked before any
+// rendezvous, naming the CUDA error) or spec.bootstrap is neither mpi nor
+// tcp; CommError from creating the communicator (naming the rank and the
+// MPI / NCCL / socket error).
 StatusOr<std::unique_ptr<CommunicatorHandle>> MakeCommunicator(const CommunicatorSpec& spec);
 
 }  // namespace pw::exec

@@ -20,27 +20,23 @@ StatusOr<std::vector<std::vector<double>>> AllGatherDoubles(Communicator& comm, 
   return out;
 }
 
-namespace {
-
-Status NoDataParallel(const Communicator& comm) {
-  std::string how = comm.name() == "tcp" ? " (torchrun launch)" : "";
+Status RefuseDataParallel(const Communicator& comm) {
+  std::string how = comm.name() == "tcp" ? " (torchrun launch; there --comm nccl on GPUs runs data parallelism)" : "";
   return Status::InvalidArgument(
       "plan field 'dp_size' > 1 (pipewright plan --dp): the " + comm.name() + " communicator" + how +
-      " runs one pipeline replica and cannot form data-parallel groups; launch data-parallel runs with "
+      " runs one pipeline replica and has no data-parallel collectives; launch data-parallel runs with "
       "launch/mpirun.sh or launch/srun.sh (mpirun -np pp_size x dp_size), or plan with --dp 1");
 }
 
-}  // namespace
-
 StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int, int, const std::string&) {
-  return NoDataParallel(*this);
+  return RefuseDataParallel(*this);
 }
-StatusOr<RequestId> Communicator::IallReduceSum(void*, int64_t, ElementType) { return NoDataParallel(*this); }
+StatusOr<RequestId> Communicator::IallReduceSum(void*, int64_t, ElementType) { return RefuseDataParallel(*this); }
 StatusOr<RequestId> Communicator::IreduceScatterSum(const void*, void*, int64_t, ElementType) {
-  return NoDataParallel(*this);
+  return RefuseDataParallel(*this);
 }
 StatusOr<RequestId> Communicator::IallGatherBlocks(const void*, void*, int64_t, ElementType) {
-  return NoDataParallel(*this);
+  return RefuseDataParallel(*this);
 }
 
 LoopbackHub::LoopbackHub(int world_size, double timeout_s)

@@ -46,6 +46,7 @@ class MpiCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return "mpi"; }
+  bool data_parallel() const override { return true; }
   StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) override;
   StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) override;
   Status Wait(RequestId id) override;

@@ -107,14 +107,9 @@ StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicato
   PW_RETURN_IF_ERROR(
       s.Cuda(cudaStreamCreateWithFlags(&s.comm_stream, cudaStreamNonBlocking), "cudaStreamCreate(comm)"));
   PW_RETURN_IF_ERROR(s.Cuda(cudaEventCreateWithFlags(&s.compute_ready, cudaEventDisableTiming), "cudaEventCreate"));
-  // Rank 0 makes the id; everyone reads rank 0's entry of the all-gather.
+  PW_ASSIGN_OR_RETURN(std::string shared, ShareNcclUniqueId(bootstrap));
   ncclUniqueId id;
-  std::memset(&id, 0, sizeof(id));
-  if (s.rank == 0) PW_RETURN_IF_ERROR(s.Nccl(ncclGetUniqueId(&id), "ncclGetUniqueId"));
-  PW_ASSIGN_OR_RETURN(auto ids, bootstrap.AllGather(std::string(reinterpret_cast<const char*>(&id), sizeof(id))));
-  if (ids.empty() || ids[0].size() != sizeof(id))
-    return Status::CommError("rank " + std::to_string(s.rank) + ": bad NCCL unique id from rank 0");
-  std::memcpy(&id, ids[0].data(), sizeof(id));
+  std::memcpy(&id, shared.data(), sizeof(id));
   PW_RETURN_IF_ERROR(
       s.Nccl(nccl_compat::CommInitRank(&s.comm, s.size, id, s.rank),
              "ncclCommInitRank(" + std::to_string(s.size) + " ranks, device " + std::to_string(device) + ")"));
@@ -252,9 +247,30 @@ std::string NcclCommunicator::Describe() const {
   return nccl_compat::RuntimeVersion() + " (built with " + nccl_compat::HeaderVersion() + "), " + dev;
 }
 
-int CudaDeviceCount() {
+StatusOr<std::string> ShareNcclUniqueId(Communicator& bootstrap) {
+  // Rank 0 makes the id; everyone reads rank 0's entry of the all-gather.
+  const std::string me = Host() + ": rank " + std::to_string(bootstrap.rank());
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (bootstrap.rank() == 0) {
+    const ncclResult_t res = ncclGetUniqueId(&id);
+    if (res != ncclSuccess) return Status::CommError(me + ": ncclGetUniqueId: " + ncclGetErrorString(res));
+  }
+  PW_ASSIGN_OR_RETURN(auto ids, bootstrap.AllGather(std::string(reinterpret_cast<const char*>(&id), sizeof(id))));
+  if (ids.empty() || ids[0].size() != sizeof(id))
+    return Status::CommError(me + ": bad NCCL unique id from rank 0 (" +
+                             std::to_string(ids.empty() ? 0 : ids[0].size()) + " bytes, expected " +
+                             std::to_string(sizeof(id)) + ")");
+  return ids[0];
+}
+
+int CudaDeviceCount(std::string* why) {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaSuccess) return count;
+  (void)cudaGetLastError();  // not sticky: later calls start clean
+  if (why != nullptr) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
+  return 0;
 }
 
 bool CudaDeviceAvailable() { return CudaDeviceCount() > 0; }

@@ -17,8 +17,11 @@
 // boundary) blocks the host.
 //
 // Bootstrap: rank 0 calls ncclGetUniqueId; the id travels through the
-// bootstrap communicator's AllGather (MPI in practice); every rank then calls
-// ncclCommInitRank. NCCL refuses two ranks on one GPU: each rank picks its
+// bootstrap communicator's AllGather (MPI under mpirun / srun, the TCP
+// rendezvous under torchrun, as torch's c10d passes it through its store);
+// every rank then calls ncclCommInitRank. Split splits the bootstrap too
+// (MPI_Comm_split, or TcpCommunicator::Split's groups) and shares a fresh id
+// in each group. NCCL refuses two ranks on one GPU: each rank picks its
 // device from the local rank (launch_env.h), `local_rank % device_count`.
 #pragma once
 
@@ -46,6 +49,7 @@ class NcclCommunicator : public Communicator {
   std::string name() const override { return "nccl"; }
   bool one_fifo_per_pair() const override { return true; }
   bool device_buffers() const override { return true; }
+  bool data_parallel() const override { return true; }
   // `data` is device memory. Byte counts must match on both sides (NCCL
   // cannot report a size mismatch: the plan fixes them).
   StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) override;
@@ -92,8 +96,16 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
-// Number of CUDA devices visible to this process (0 on any CUDA error).
-int CudaDeviceCount();
+// Rank 0 of `bootstrap` makes an ncclUniqueId (ncclGetUniqueId, which needs
+// no GPU) and every rank receives it through bootstrap.AllGather. Returns
+// the id's bytes (sizeof(ncclUniqueId), 128), the same on every rank.
+// Collective over `bootstrap`. Errors: CommError naming the rank (NCCL's
+// error, the bootstrap's, or an id of the wrong size).
+StatusOr<std::string> ShareNcclUniqueId(Communicator& bootstrap);
+
+// Number of CUDA devices visible to this process (0 on any CUDA error; then
+// `*why`, when given, holds "cudaGetDeviceCount: <the CUDA error>").
+int CudaDeviceCount(std::string* why = nullptr);
 // True if at least one CUDA device is usable in this process.
 bool CudaDeviceAvailable();
 

@@ -8,9 +8,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -24,7 +26,24 @@ namespace pw::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kCollectiveChannel = 2;  // AllGather / Barrier, always queued as blobs
+// Wire channels: the world's forward / backward messages are 0 / 1 and its
+// AllGather / Barrier blobs 2; a group made by Split owns the channels
+// base + 0 / 1 / 2 with a base derived from its identity (a multiple of 4,
+// never 0), so its messages and collectives never mix with the world's or
+// another group's on a shared socket.
+constexpr int64_t kCollectiveChannel = 2;
+bool IsCollective(int64_t channel) { return channel % 4 == kCollectiveChannel; }
+
+// 64-bit FNV-1a of a group's identity ("/<split number>:<color>" per level):
+// the members of one group compute the same value, other groups another.
+int64_t GroupChannelBase(const std::string& identity) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : identity) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return static_cast<int64_t>(((h % (uint64_t{1} << 40)) + 1) * 4);
+}
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -141,20 +160,21 @@ struct TcpCommunicator::Impl {
   };
   struct Outgoing {
     RequestId id;
-    int channel;
+    int64_t channel;
     const void* data;
     int64_t bytes;
   };
   std::mutex mu;
   std::condition_variable cv;
   std::map<RequestId, Request> requests;
-  std::map<std::pair<int, int>, std::deque<RequestId>> posted;   // (peer, channel) -> receives, FIFO
-  std::map<std::pair<int, int>, std::deque<std::string>> early;  // (peer, channel) -> arrived first
-  std::vector<std::deque<Outgoing>> outq;                        // per peer
-  std::vector<std::string> peer_error;                           // per peer: connection lost
+  std::map<std::pair<int, int64_t>, std::deque<RequestId>> posted;   // (peer, channel) -> receives, FIFO
+  std::map<std::pair<int, int64_t>, std::deque<std::string>> early;  // (peer, channel) -> arrived first
+  std::vector<std::deque<Outgoing>> outq;                            // per peer
+  std::vector<std::string> peer_error;                               // per peer: connection lost
   std::vector<std::thread> threads;
   bool closing = false;
   RequestId next_id = 1;
+  int splits = 0;  // Split calls on the world (names each group)
 
   std::string Me() const { return "rank " + std::to_string(rank); }
 
@@ -162,14 +182,14 @@ struct TcpCommunicator::Impl {
     while (true) {
       int64_t header[2];
       if (!ReadAll(fds[peer], header, sizeof(header))) break;
-      const int channel = static_cast<int>(header[0]);
+      const int64_t channel = header[0];
       const int64_t bytes = header[1];
       void* target = nullptr;
       RequestId id = 0;
       {
         std::lock_guard<std::mutex> lock(mu);
         auto& q = posted[{peer, channel}];
-        if (channel != kCollectiveChannel && !q.empty()) {
+        if (!IsCollective(channel) && !q.empty()) {
           id = q.front();
           q.pop_front();
           Request& r = requests[id];
@@ -185,7 +205,7 @@ struct TcpCommunicator::Impl {
         if (!ReadAll(fds[peer], buf.data(), bytes)) break;
         std::lock_guard<std::mutex> lock(mu);
         auto& q = posted[{peer, channel}];
-        if (id == 0 && channel != kCollectiveChannel && !q.empty()) {
+        if (id == 0 && !IsCollective(channel) && !q.empty()) {
           // A receive was posted while the payload was being read (the lock
           // is not held during ReadAll): deliver to it, or the message would
           // sit in `early` while the receive waits in `posted` forever. FIFO
@@ -254,7 +274,7 @@ struct TcpCommunicator::Impl {
     return Status::Ok();
   }
 
-  RequestId Post(int peer, int channel, const void* data, int64_t bytes) {
+  RequestId Post(int peer, int64_t channel, const void* data, int64_t bytes) {
     std::lock_guard<std::mutex> lock(mu);
     RequestId id = next_id++;
     Request r;
@@ -266,15 +286,206 @@ struct TcpCommunicator::Impl {
     return id;
   }
 
-  StatusOr<std::string> RecvBlob(int peer) {
+  StatusOr<std::string> RecvBlob(int peer, int64_t channel) {
     std::unique_lock<std::mutex> lock(mu);
-    auto& q = early[{peer, kCollectiveChannel}];
+    auto& q = early[{peer, channel}];
     PW_RETURN_IF_ERROR(WaitFor(lock, peer, "collective with rank " + std::to_string(peer), [&] { return !q.empty(); }));
     std::string s = std::move(q.front());
     q.pop_front();
     return s;
   }
+
+  // ---- The operations of the world and of every group (peers are world
+  // ranks; `channel` a wire channel) ----
+  StatusOr<RequestId> Send(int peer, int64_t channel, const void* data, int64_t bytes) {
+    if (peer < 0 || peer >= size || peer == rank)
+      return Status::CommError(Me() + ": send to invalid peer " + std::to_string(peer));
+    return Post(peer, channel, data, bytes);
+  }
+
+  StatusOr<RequestId> Recv(int peer, int64_t channel, void* data, int64_t bytes) {
+    if (peer < 0 || peer >= size || peer == rank)
+      return Status::CommError(Me() + ": receive from invalid peer " + std::to_string(peer));
+    std::lock_guard<std::mutex> lock(mu);
+    RequestId id = next_id++;
+    Request r;
+    r.peer = peer;
+    r.is_recv = true;
+    r.data = data;
+    r.bytes = bytes;
+    auto& q = early[{peer, channel}];
+    if (!q.empty()) {  // arrived before it was posted
+      std::string msg = std::move(q.front());
+      q.pop_front();
+      r.done = true;
+      if (static_cast<int64_t>(msg.size()) != bytes)
+        r.error = Me() + ": receive from rank " + std::to_string(peer) + ": got " + std::to_string(msg.size()) +
+                  " bytes, expected " + std::to_string(bytes);
+      else
+        std::memcpy(data, msg.data(), msg.size());
+    } else {
+      posted[{peer, channel}].push_back(id);
+    }
+    requests[id] = r;
+    return id;
+  }
+
+  Status WaitRequest(RequestId id) {
+    std::unique_lock<std::mutex> lock(mu);
+    auto it = requests.find(id);
+    if (it == requests.end()) return Status::Internal(Me() + ": wait on unknown request " + std::to_string(id));
+    const int peer = it->second.peer;
+    const bool is_recv = it->second.is_recv;
+    const std::string what = std::string(is_recv ? "receive from" : "send to") + " rank " + std::to_string(peer);
+    PW_RETURN_IF_ERROR(WaitFor(
+        lock, peer, what, [&] { return requests[id].done; }, /*peer_loss_fails=*/is_recv));
+    std::string error = requests[id].error;
+    requests.erase(id);
+    if (!error.empty()) return Status::CommError(error);
+    return Status::Ok();
+  }
+
+  StatusOr<bool> TestRequest(RequestId id) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = requests.find(id);
+    if (it == requests.end()) return Status::Internal(Me() + ": test of unknown request " + std::to_string(id));
+    const int peer = it->second.peer;
+    if (!it->second.done) {
+      // A send is completed by its writer, also when the peer is gone.
+      if (!it->second.is_recv || peer_error[peer].empty()) return false;
+      return Status::CommError(Me() + ": receive from rank " + std::to_string(peer) + ": " + peer_error[peer]);
+    }
+    const std::string error = it->second.error;
+    requests.erase(it);
+    if (!error.empty()) return Status::CommError(error);
+    return true;
+  }
+
+  // AllGather among `members` (world ranks, in group rank order; this rank
+  // is members[me]) on wire channel `channel`: every member sends its blob
+  // to members[0], which sends the packed table back.
+  StatusOr<std::vector<std::string>> AllGatherAmong(const std::vector<int>& members, int me, int64_t channel,
+                                                    const std::string& mine) {
+    const int n = static_cast<int>(members.size());
+    std::vector<std::string> all(n);
+    all[me] = mine;
+    // Blocks until written, so `blob` outlives the writer's use of it.
+    auto send_blob = [&](int peer, const std::string& blob) -> Status {
+      return WaitRequest(Post(peer, channel, blob.data(), static_cast<int64_t>(blob.size())));
+    };
+    if (me == 0) {
+      for (int r = 1; r < n; ++r) {
+        PW_ASSIGN_OR_RETURN(all[r], RecvBlob(members[r], channel));
+      }
+      std::string packed;
+      for (const std::string& part : all) {
+        const int64_t len = static_cast<int64_t>(part.size());
+        packed.append(reinterpret_cast<const char*>(&len), sizeof(len));
+        packed.append(part);
+      }
+      for (int r = 1; r < n; ++r) PW_RETURN_IF_ERROR(send_blob(members[r], packed));
+      return all;
+    }
+    PW_RETURN_IF_ERROR(send_blob(members[0], mine));
+    PW_ASSIGN_OR_RETURN(std::string packed, RecvBlob(members[0], channel));
+    size_t pos = 0;
+    for (int r = 0; r < n; ++r) {
+      int64_t len = 0;
+      if (pos + sizeof(len) > packed.size()) return Status::CommError(Me() + ": malformed all-gather");
+      std::memcpy(&len, packed.data() + pos, sizeof(len));
+      pos += sizeof(len);
+      if (len < 0 || pos + static_cast<size_t>(len) > packed.size())
+        return Status::CommError(Me() + ": malformed all-gather");
+      all[r] = packed.substr(pos, static_cast<size_t>(len));
+      pos += static_cast<size_t>(len);
+    }
+    return all;
+  }
 };
+
+namespace {
+
+// A group of the world's ranks made by TcpCommunicator::Split (or a group's
+// Split): messages, AllGather and Barrier among its members over the
+// world's sockets, on the group's own wire channels (GroupChannelBase).
+// No data-parallel collectives (the base class refuses them).
+class TcpGroup : public Communicator {
+ public:
+  TcpGroup(TcpCommunicator::Impl* world, std::vector<int> members, int me, std::string identity, std::string label)
+      : world_(world),
+        members_(std::move(members)),
+        me_(me),
+        identity_(std::move(identity)),
+        label_(std::move(label)),
+        base_(GroupChannelBase(identity_)) {}
+
+  int rank() const override { return me_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  std::string name() const override { return "tcp"; }
+  StatusOr<RequestId> Isend(int peer, Channel channel, const void* data, int64_t bytes) override {
+    PW_ASSIGN_OR_RETURN(int world_peer, WorldPeer(peer));
+    return world_->Send(world_peer, base_ + static_cast<int>(channel), data, bytes);
+  }
+  StatusOr<RequestId> Irecv(int peer, Channel channel, void* data, int64_t bytes) override {
+    PW_ASSIGN_OR_RETURN(int world_peer, WorldPeer(peer));
+    return world_->Recv(world_peer, base_ + static_cast<int>(channel), data, bytes);
+  }
+  Status Wait(RequestId id) override { return world_->WaitRequest(id); }
+  StatusOr<bool> Test(RequestId id) override { return world_->TestRequest(id); }
+  StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override {
+    return world_->AllGatherAmong(members_, me_, base_ + kCollectiveChannel, mine);
+  }
+  Status Barrier() override { return AllGather("").status(); }
+  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key, const std::string& label) override {
+    return SplitTcp(*world_, members_, me_, identity_ + "/" + std::to_string(splits_++), base_ + kCollectiveChannel,
+                    color, key, label);
+  }
+
+  // The group of the ranks of `members` (world ranks; this one is
+  // members[me]) that pass the same color, ranked by (key, rank in
+  // `members`). `identity` names the split (the parent's identity and its
+  // split count), `channel` is the parent's collective channel.
+  static StatusOr<std::unique_ptr<Communicator>> SplitTcp(TcpCommunicator::Impl& world, const std::vector<int>& members,
+                                                          int me, const std::string& identity, int64_t channel,
+                                                          int color, int key, const std::string& label) {
+    PW_ASSIGN_OR_RETURN(auto all,
+                        world.AllGatherAmong(members, me, channel, std::to_string(color) + " " + std::to_string(key)));
+    std::vector<std::pair<std::pair<int, int>, int>> mine;  // ((key, parent rank), world rank)
+    for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+      int c = 0, k = 0;
+      if (std::sscanf(all[r].c_str(), "%d %d", &c, &k) != 2)
+        return Status::CommError(world.Me() + ": malformed split request from rank " + std::to_string(members[r]));
+      if (c == color) mine.push_back({{k, r}, members[r]});
+    }
+    std::sort(mine.begin(), mine.end());
+    std::vector<int> group;
+    int my_index = -1;
+    for (const auto& m : mine) {
+      if (m.second == world.rank) my_index = static_cast<int>(group.size());
+      group.push_back(m.second);
+    }
+    return std::unique_ptr<Communicator>(
+        std::make_unique<TcpGroup>(&world, std::move(group), my_index, identity + ":" + std::to_string(color), label));
+  }
+
+ private:
+  StatusOr<int> WorldPeer(int peer) const {
+    if (peer < 0 || peer >= size() || peer == me_)
+      return Status::CommError(label_ + " rank " + std::to_string(me_) + " (world rank " +
+                               std::to_string(members_[me_]) + "): invalid peer " + std::to_string(peer));
+    return members_[peer];
+  }
+
+  TcpCommunicator::Impl* world_;  // not owned; the world outlives its groups
+  std::vector<int> members_;      // world ranks, by group rank
+  int me_;
+  std::string identity_;
+  std::string label_;
+  int64_t base_;
+  int splits_ = 0;
+};
+
+}  // namespace
 
 TcpCommunicator::TcpCommunicator() : impl_(std::make_unique<Impl>()) {}
 
@@ -383,112 +594,30 @@ int TcpCommunicator::rank() const { return impl_->rank; }
 int TcpCommunicator::size() const { return impl_->size; }
 
 StatusOr<RequestId> TcpCommunicator::Isend(int peer, Channel channel, const void* data, int64_t bytes) {
-  if (peer < 0 || peer >= impl_->size || peer == impl_->rank)
-    return Status::CommError(impl_->Me() + ": send to invalid peer " + std::to_string(peer));
-  return impl_->Post(peer, static_cast<int>(channel), data, bytes);
+  return impl_->Send(peer, static_cast<int>(channel), data, bytes);
 }
 
 StatusOr<RequestId> TcpCommunicator::Irecv(int peer, Channel channel, void* data, int64_t bytes) {
-  Impl& s = *impl_;
-  if (peer < 0 || peer >= s.size || peer == s.rank)
-    return Status::CommError(s.Me() + ": receive from invalid peer " + std::to_string(peer));
-  std::lock_guard<std::mutex> lock(s.mu);
-  RequestId id = s.next_id++;
-  Impl::Request r;
-  r.peer = peer;
-  r.is_recv = true;
-  r.data = data;
-  r.bytes = bytes;
-  auto& q = s.early[{peer, static_cast<int>(channel)}];
-  if (!q.empty()) {  // arrived before it was posted
-    std::string msg = std::move(q.front());
-    q.pop_front();
-    r.done = true;
-    if (static_cast<int64_t>(msg.size()) != bytes)
-      r.error = s.Me() + ": receive from rank " + std::to_string(peer) + ": got " + std::to_string(msg.size()) +
-                " bytes, expected " + std::to_string(bytes);
-    else
-      std::memcpy(data, msg.data(), msg.size());
-  } else {
-    s.posted[{peer, static_cast<int>(channel)}].push_back(id);
-  }
-  s.requests[id] = r;
-  return id;
+  return impl_->Recv(peer, static_cast<int>(channel), data, bytes);
 }
 
-Status TcpCommunicator::Wait(RequestId id) {
-  Impl& s = *impl_;
-  std::unique_lock<std::mutex> lock(s.mu);
-  auto it = s.requests.find(id);
-  if (it == s.requests.end()) return Status::Internal(s.Me() + ": wait on unknown request " + std::to_string(id));
-  const int peer = it->second.peer;
-  const std::string what =
-      std::string(it->second.is_recv ? "receive from" : "send to") + " rank " + std::to_string(peer);
-  const bool is_recv = it->second.is_recv;
-  PW_RETURN_IF_ERROR(s.WaitFor(
-      lock, peer, what, [&] { return s.requests[id].done; }, /*peer_loss_fails=*/is_recv));
-  std::string error = s.requests[id].error;
-  s.requests.erase(id);
-  if (!error.empty()) return Status::CommError(error);
-  return Status::Ok();
-}
+Status TcpCommunicator::Wait(RequestId id) { return impl_->WaitRequest(id); }
 
-StatusOr<bool> TcpCommunicator::Test(RequestId id) {
-  Impl& s = *impl_;
-  std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.requests.find(id);
-  if (it == s.requests.end()) return Status::Internal(s.Me() + ": test of unknown request " + std::to_string(id));
-  const int peer = it->second.peer;
-  if (!it->second.done) {
-    // A send is completed by its writer, also when the peer is gone.
-    if (!it->second.is_recv || s.peer_error[peer].empty()) return false;
-    return Status::CommError(s.Me() + ": " + (it->second.is_recv ? "receive from" : "send to") + " rank " +
-                             std::to_string(peer) + ": " + s.peer_error[peer]);
-  }
-  const std::string error = it->second.error;
-  s.requests.erase(it);
-  if (!error.empty()) return Status::CommError(error);
-  return true;
-}
+StatusOr<bool> TcpCommunicator::Test(RequestId id) { return impl_->TestRequest(id); }
 
 StatusOr<std::vector<std::string>> TcpCommunicator::AllGather(const std::string& mine) {
-  Impl& s = *impl_;
-  std::vector<std::string> all(s.size);
-  all[s.rank] = mine;
-  // Blocks until written, so `blob` outlives the writer's use of it.
-  auto send_blob = [&](int peer, const std::string& blob) -> Status {
-    RequestId id = s.Post(peer, kCollectiveChannel, blob.data(), static_cast<int64_t>(blob.size()));
-    return Wait(id);
-  };
-  if (s.rank == 0) {
-    for (int r = 1; r < s.size; ++r) {
-      PW_ASSIGN_OR_RETURN(all[r], s.RecvBlob(r));
-    }
-    std::string packed;
-    for (const std::string& part : all) {
-      const int64_t n = static_cast<int64_t>(part.size());
-      packed.append(reinterpret_cast<const char*>(&n), sizeof(n));
-      packed.append(part);
-    }
-    for (int r = 1; r < s.size; ++r) PW_RETURN_IF_ERROR(send_blob(r, packed));
-    return all;
-  }
-  PW_RETURN_IF_ERROR(send_blob(0, mine));
-  PW_ASSIGN_OR_RETURN(std::string packed, s.RecvBlob(0));
-  size_t pos = 0;
-  for (int r = 0; r < s.size; ++r) {
-    int64_t n = 0;
-    if (pos + sizeof(n) > packed.size()) return Status::CommError(s.Me() + ": malformed all-gather from rank 0");
-    std::memcpy(&n, packed.data() + pos, sizeof(n));
-    pos += sizeof(n);
-    if (pos + static_cast<size_t>(n) > packed.size())
-      return Status::CommError(s.Me() + ": malformed all-gather from rank 0");
-    all[r] = packed.substr(pos, static_cast<size_t>(n));
-    pos += static_cast<size_t>(n);
-  }
-  return all;
+  std::vector<int> everyone(impl_->size);
+  for (int r = 0; r < impl_->size; ++r) everyone[r] = r;
+  return impl_->AllGatherAmong(everyone, impl_->rank, kCollectiveChannel, mine);
 }
 
 Status TcpCommunicator::Barrier() { return AllGather("").status(); }
+
+StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(int color, int key, const std::string& label) {
+  std::vector<int> everyone(impl_->size);
+  for (int r = 0; r < impl_->size; ++r) everyone[r] = r;
+  return TcpGroup::SplitTcp(*impl_, everyone, impl_->rank, std::to_string(impl_->splits++), kCollectiveChannel, color,
+                            key, label);
+}
 
 }  // namespace pw::exec

@@ -12,6 +12,13 @@
 // hands the message to a writer thread per peer and never blocks.
 // AllGather / Barrier go through rank 0 on a third channel.
 //
+// Split: groups over the same sockets (each group's messages and collectives
+// on wire channels of its own), with messages, AllGather and Barrier but no
+// data-parallel collectives: they bootstrap the NCCL communicators of a
+// torchrun launch (`run --comm nccl`: the pipeline and data-parallel groups'
+// ncclUniqueIds travel through them). data_parallel() stays false, so a CPU
+// plan with dp_size > 1 is still refused before any compute.
+//
 // Thread safety: the Communicator methods are called from one thread (the
 // rank's); the reader/writer threads share state under one mutex.
 #pragma once
@@ -53,9 +60,15 @@ class TcpCommunicator : public Communicator {
   StatusOr<bool> Test(RequestId id) override;
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override;
   Status Barrier() override;
+  // The ranks passing the same `color` form a group ranked by (`key`, this
+  // rank), like MPI_Comm_split; collective over this communicator. The group
+  // must not outlive this communicator. Errors: CommError (a lost peer, the
+  // watchdog) naming the rank.
+  StatusOr<std::unique_ptr<Communicator>> Split(int color, int key, const std::string& label) override;
+
+  struct Impl;  // the sockets and threads (tcp_communicator.cc; its groups share it)
 
  private:
-  struct Impl;
   TcpCommunicator();
   std::unique_ptr<Impl> impl_;
 };

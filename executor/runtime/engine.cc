@@ -146,7 +146,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   impl->options = options;
   if (plan.dp_size > 1) {
     // The 2-D grid (docs/DATA_PARALLEL.md): world rank g = pp_rank * D +
-    // dp_rank. Two splits, in the same order on every rank.
+    // dp_rank. Two splits, in the same order on every rank. A communicator
+    // without data-parallel collectives refuses here, before any compute.
+    if (!comm.data_parallel()) return RefuseDataParallel(comm);
     const int D = plan.dp_size, g = comm.rank();
     impl->dp_size = D;
     impl->dp_rank = g % D;
@@ -351,6 +353,7 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
                                                             reduce_wait_s}));
   StepReport r;
   for (const auto& v : all) {
+    r.rank_busy_s.push_back(v[1]);
     r.loss += v[0];
     r.busy_s += v[1];
     r.makespan_s = std::max(r.makespan_s, v[2]);
@@ -443,11 +446,17 @@ StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& 
   const bool zero1 = m.sync && m.sync->zero1();
   std::vector<CheckpointFile> files;
   // Parameters (and, without ZeRO-1, the AdamW state): replica 0 only.
+  // One layer file at a time, so that the test hook runs between files.
   if (m.dp_rank == 0) {
-    StatusOr<std::vector<CheckpointFile>> layer_files =
-        SaveLayerFiles(step_dir, m.layers, zero1 ? nullptr : m.optimizer.get());
-    if (!layer_files.ok()) return layer_files.status().WithContext("rank " + std::to_string(m.world->rank()));
-    files = std::move(*layer_files);
+    for (const LayerTensors& layer : m.layers) {
+      StatusOr<std::vector<CheckpointFile>> layer_files =
+          SaveLayerFiles(step_dir, {layer}, zero1 ? nullptr : m.optimizer.get());
+      if (!layer_files.ok()) return layer_files.status().WithContext("rank " + std::to_string(m.world->rank()));
+      for (CheckpointFile& f : *layer_files) {
+        if (m.options.after_checkpoint_file) m.options.after_checkpoint_file(step_dir, f.name);
+        files.push_back(std::move(f));
+      }
+    }
   }
   if (zero1) {
     // ZeRO-1: every data-parallel rank writes its shard of the AdamW state.

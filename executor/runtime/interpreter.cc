@@ -147,6 +147,7 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
           st = wait_input(i, ActionType::kRecvB, a.stage + 1, a);
         if (!st.ok()) return fail(i, st);
         const Clock::time_point c0 = Clock::now();
+        if (hooks != nullptr && hooks->in_compute) hooks->in_compute();
         if (a.type == ActionType::kF) st = backend.Forward(a.stage, a.microbatch);
         if (a.type == ActionType::kB) st = backend.Backward(a.stage, a.microbatch, /*input_only=*/false);
         if (a.type == ActionType::kI) st = backend.Backward(a.stage, a.microbatch, /*input_only=*/true);
@@ -170,6 +171,7 @@ StatusOr<RankStepTiming> RunRankStep(const Program& program, int step, Communica
         if (st.ok()) st = wait_input(i, ActionType::kRecvB, b.stage + 1, b);
         if (!st.ok()) return fail(i, st);
         const Clock::time_point c0 = Clock::now();
+        if (hooks != nullptr && hooks->in_compute) hooks->in_compute();
         st = backend.Forward(f.stage, f.microbatch);
         if (st.ok()) st = backend.Backward(b.stage, b.microbatch, /*input_only=*/false);
         const Clock::time_point c1 = Clock::now();

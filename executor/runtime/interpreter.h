@@ -97,6 +97,10 @@ struct StepHooks {
   WaitBoard* board = nullptr;  // set to "rank r, step k, waiting on ..." before each wait
   // Called before action `index` runs (test-only fault injection).
   std::function<void(int index)> before_action;
+  // Called at the start of each compute action (F/B/I/W, OVERLAP_F_B),
+  // inside its timed span, so what it does counts as the action's compute
+  // (test-only: the straggler drill's sleep, run --slow-rank).
+  std::function<void()> in_compute;
 };
 
 struct RankStepTiming {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -21,6 +23,7 @@
 #include "executor/runtime/measured_trace.h"
 #include "executor/runtime/preflight.h"
 #include "executor/runtime/sampler.h"
+#include "executor/runtime/straggler.h"
 #include "executor/runtime/watchdog.h"
 #include "models/spec/footprint.h"
 #include "plan/replica_batch.h"
@@ -65,6 +68,7 @@ std::string ParameterDigest(const std::vector<NamedValues>& params) {
 }
 
 constexpr char kNonFiniteLoss[] = "non-finite loss";
+constexpr char kStragglerStop[] = "--stop-on-straggler";
 
 }  // namespace
 
@@ -104,6 +108,13 @@ Status ValidateRunOptions(const RunOptions& o) {
   if (o.log_every < 0)
     return bad("--log-every", std::to_string(o.log_every),
                "must be >= 0 (0 = about " + std::to_string(kProgressLines) + " lines per run)");
+  if (!std::isfinite(o.straggler_threshold) || (o.straggler_threshold != 0 && o.straggler_threshold <= 1))
+    return bad("--straggler-threshold", FormatShort(o.straggler_threshold),
+               "must be 0 (off) or > 1 (times the peers' median compute against the plan)");
+  if (o.straggler_window < 1) return bad("--straggler-window", std::to_string(o.straggler_window), "must be >= 1");
+  if (o.stop_on_straggler && o.straggler_threshold == 0)
+    return bad("--stop-on-straggler", "", "needs the straggler check (--straggler-threshold > 1)");
+  if (!std::isfinite(o.slow_ms) || o.slow_ms < 0) return bad("--slow-ms", FormatShort(o.slow_ms), "must be >= 0");
   if (o.trace_step < -1 || o.trace_step >= o.steps)
     return bad("--trace-step", std::to_string(o.trace_step),
                "must be a 0-based step below --steps " + std::to_string(o.steps));
@@ -119,6 +130,10 @@ Status ValidateRunOptions(const RunOptions& o) {
 
 bool IsNonFiniteLoss(const Status& status) {
   return status.code() == StatusCode::kComputeError && status.message().find(kNonFiniteLoss) != std::string::npos;
+}
+
+bool IsStragglerStop(const Status& status) {
+  return status.code() == StatusCode::kComputeError && status.message().find(kStragglerStop) != std::string::npos;
 }
 
 namespace {
@@ -309,6 +324,61 @@ StatusOr<double> WriteStepCheckpoint(RunContext& run, int done) {
   return WriteCheckpointTo(run, CheckpointStepDir(run.options.checkpoint_dir, done), done);
 }
 
+// The straggler check of a run (straggler.h): the detector over the plan's
+// per-rank compute, the ranks' host names (gathered once), and rank 0's
+// line when one is found.
+class StragglerCheck {
+ public:
+  // nullptr when the check is off (--straggler-threshold 0) or the plan
+  // cannot be simulated (pre-flight simulated it: not expected). Collective
+  // (the host names).
+  static StatusOr<std::unique_ptr<StragglerCheck>> Start(RunContext& run) {
+    if (run.options.straggler_threshold <= 0) return std::unique_ptr<StragglerCheck>();
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    PW_ASSIGN_OR_RETURN(std::vector<std::string> hosts, run.comm.AllGather(host));
+    StatusOr<std::vector<double>> planned = PlannedComputeSeconds(run.plan);
+    if (!planned.ok() || static_cast<int>(planned->size()) != run.comm.size()) return std::unique_ptr<StragglerCheck>();
+    StragglerOptions so;
+    so.threshold = run.options.straggler_threshold;
+    so.window = run.options.straggler_window;
+    return std::unique_ptr<StragglerCheck>(new StragglerCheck(run, std::move(hosts), *std::move(planned), so));
+  }
+
+  // Adds a step; true when it made a rank a straggler (rank 0 printed its
+  // line, summary.stragglers has it).
+  bool Found(int step, const StepReport& r) {
+    std::optional<StragglerReport> found = detector_.Add(step, r.rank_busy_s, r.step_s);
+    if (!found) return false;
+    const std::string text = DescribeStraggler(*found, hosts_[found->rank], run_.options.straggler_threshold);
+    run_.summary.stragglers.push_back(text);
+    if (run_.printer) {
+      std::fprintf(run_.out, "straggler: %s\n", text.c_str());
+      std::fflush(run_.out);
+    }
+    return true;
+  }
+
+  // "compute vs plan per rank: x1.02 x0.98 ... (straggler threshold 1.3)".
+  std::string Row() const {
+    std::string row = "compute vs plan per rank:";
+    char buf[32];
+    for (double x : detector_.MeanRatios()) {
+      std::snprintf(buf, sizeof buf, " x%.2f", x);
+      row += buf;
+    }
+    std::snprintf(buf, sizeof buf, " (straggler threshold %.2g)", run_.options.straggler_threshold);
+    return row + buf;
+  }
+
+ private:
+  StragglerCheck(RunContext& run, std::vector<std::string> hosts, std::vector<double> planned, StragglerOptions so)
+      : run_(run), hosts_(std::move(hosts)), detector_(std::move(planned), so) {}
+  RunContext& run_;
+  std::vector<std::string> hosts_;
+  StragglerDetector detector_;
+};
+
 // The training steps from summary.first_step to --steps: logging, the
 // non-finite loss stop, checkpoints, fault injection, the traced step.
 Status TrainSteps(RunContext& run) {
@@ -324,7 +394,7 @@ Status TrainSteps(RunContext& run) {
   const int fault_index = static_cast<int>(run.plan.ranks[run.engine.rank()].size() / 2);
   int current_step = 0;
   const auto started = std::chrono::steady_clock::now();
-  if (options.fault_rank == run.comm.rank())
+  if (options.fault_rank == run.comm.rank() && options.fault_kind != "checkpoint")
     hooks.before_action = [&](int index) {
       if (current_step != options.fault_step || index != fault_index) return;
       std::fprintf(stderr, "rank %d (pid %d): fault injection: %s at step %d, action %d\n", run.comm.rank(),
@@ -333,6 +403,11 @@ Status TrainSteps(RunContext& run) {
       std::fflush(stderr);
       ::raise(options.fault_kind == "hang" ? SIGSTOP : SIGKILL);
     };
+  if (options.slow_rank == run.comm.rank() && options.slow_ms > 0)
+    hooks.in_compute = [ms = options.slow_ms] {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+    };
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<StragglerCheck> stragglers, StragglerCheck::Start(run));
   const int steps_to_run = options.steps - summary.first_step;
   const int log_every =
       options.log_every > 0 ? options.log_every : std::max(1, (steps_to_run + kProgressLines - 1) / kProgressLines);
@@ -385,6 +460,20 @@ Status TrainSteps(RunContext& run) {
       PW_ASSIGN_OR_RETURN(double secs, WriteStepCheckpoint(run, done));
       sum_ckpt += secs;
     }
+    // Every rank sees the same all-gathered times, so every rank finds the
+    // same straggler after the same step (and stops together).
+    if (stragglers && stragglers->Found(step, *r) && options.stop_on_straggler) {
+      if (!due && !options.checkpoint_dir.empty()) PW_RETURN_IF_ERROR(WriteStepCheckpoint(run, done).status());
+      const std::string saved = options.checkpoint_dir.empty()
+                                    ? std::string(" (no --checkpoint-dir: nothing saved)")
+                                    : " (checkpoint " + CheckpointStepDir(options.checkpoint_dir, done) + ")";
+      if (run.printer) {
+        std::fprintf(run.out, "straggler: stopping after step %d%s\n", done, saved.c_str());
+        std::fflush(run.out);
+      }
+      return Status::ComputeError("straggler " + summary.stragglers.back() + ": stopped after step " +
+                                  std::to_string(done) + saved + " (" + kStragglerStop + ")");
+    }
   }
   if (summary.checkpoints_written > 0) summary.mean_checkpoint_s = sum_ckpt / summary.checkpoints_written;
   if (!options.trace_path.empty() && run.engine.dp_rank() == 0) {
@@ -394,6 +483,12 @@ Status TrainSteps(RunContext& run) {
     PW_RETURN_IF_ERROR(WriteMeasuredTrace(run.plan, traced, run.engine.pipeline_comm(), options.trace_path,
                                           "measured step " + std::to_string(trace_step) + " of " + options.plan_path));
     if (run.printer) std::fprintf(run.out, "trace of step %d -> %s\n", trace_step, options.trace_path.c_str());
+  }
+  if (stragglers && run.printer) {
+    std::fprintf(run.out, "stragglers: %s | %s\n",
+                 summary.stragglers.empty() ? "none" : std::to_string(summary.stragglers.size()).c_str(),
+                 stragglers->Row().c_str());
+    for (const std::string& s : summary.stragglers) std::fprintf(run.out, "  straggler %s\n", s.c_str());
   }
   summary.mean_step_s = sum_step / counted;
   summary.mean_tokens_per_s = sum_tps / counted;
@@ -464,6 +559,18 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     return data.status().WithContext("rank " + std::to_string(comm.rank()));
   }
   PW_ASSIGN_OR_RETURN(EngineOptions eo, EngineOptionsFor(options, *plan));
+  if (options.fault_kind == "checkpoint" && options.fault_rank == comm.rank() && !options.checkpoint_dir.empty()) {
+    // The drill: die between layer files of one checkpoint (docs/ELASTIC.md).
+    const std::string target = CheckpointStepDir(options.checkpoint_dir, options.fault_step + 1);
+    const int rank = comm.rank();
+    eo.after_checkpoint_file = [target, rank](const std::string& step_dir, const std::string& file) {
+      if (step_dir != target) return;
+      std::fprintf(stderr, "rank %d (pid %d): fault injection: SIGKILL while writing checkpoint %s, after %s\n", rank,
+                   static_cast<int>(::getpid()), step_dir.c_str(), file.c_str());
+      std::fflush(stderr);
+      ::raise(SIGKILL);
+    };
+  }
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
   // --sample without a tokenizer writes bytes: refused before training for a

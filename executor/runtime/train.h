@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "executor/comm/communicator.h"
@@ -59,9 +60,25 @@ struct RunOptions {
   // Test-only fault injection (--fault-rank/--fault-step/--fault-kind): rank
   // fault_rank, in step fault_step, half-way through its action list, kills
   // itself (SIGKILL, "kill") or stops (SIGSTOP, "hang"). -1 = off.
+  // "checkpoint": rank fault_rank kills itself (SIGKILL) right after the
+  // first layer file it writes into the checkpoint of step fault_step + 1
+  // (the manifest is then never written: the checkpoint stays incomplete).
   int fault_rank = -1;
   int fault_step = 0;
   std::string fault_kind = "kill";
+  // Stragglers (straggler.h, docs/ELASTIC.md): --straggler-threshold (0 =
+  // off, else > 1), --straggler-window (steps, >= 1); rank 0 prints a
+  // "straggler: ..." line when one is found and the run's summary lists them.
+  // --stop-on-straggler (what `elastic --replan-stragglers` passes): then
+  // every rank writes a checkpoint of the step (with --checkpoint-dir) and
+  // the run stops with IsStragglerStop's error.
+  double straggler_threshold = 1.3;
+  int straggler_window = 4;
+  bool stop_on_straggler = false;
+  // Test-only straggler drill (--slow-rank R --slow-ms MS): rank R sleeps MS
+  // milliseconds inside each compute action (it counts as compute). -1 = off.
+  int slow_rank = -1;
+  double slow_ms = 0.0;
 };
 
 // Summary of a run, as rank 0 saw it.
@@ -79,8 +96,9 @@ struct RunSummary {
   std::string sample;  // rank 0 only, if asked
   int first_step = 0;  // 0, or the resumed checkpoint's steps_done
   int checkpoints_written = 0;
-  double mean_checkpoint_s = 0.0;  // max over ranks of one checkpoint's write time, averaged
-  int64_t checkpoint_bytes = 0;    // bytes of the last checkpoint (all rank files)
+  double mean_checkpoint_s = 0.0;       // max over ranks of one checkpoint's write time, averaged
+  int64_t checkpoint_bytes = 0;         // bytes of the last checkpoint (all rank files)
+  std::vector<std::string> stragglers;  // DescribeStraggler of each straggler found (straggler.h)
 };
 
 // Runs on every rank with `comm` (world = plan's pp_size x dp_size; each
@@ -112,5 +130,10 @@ Status ValidateRunOptions(const RunOptions& options);
 // all ranks in every step, so every rank returns this error at the same step
 // (no rank is left waiting; the launcher need not abort the job).
 bool IsNonFiniteLoss(const Status& status);
+
+// True for RunTraining's stop on a straggler (--stop-on-straggler): decided
+// from all-gathered step times, so every rank returns it after the same step
+// (and after the same checkpoint).
+bool IsStragglerStop(const Status& status);
 
 }  // namespace pw::exec

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct EngineOptions {
   // collectives advance while the rank computes. false: they advance only
   // inside other MPI calls (bench/dp_bench.cc --no-progress measures both).
   bool dp_progress = true;
+  // Test-only (run's --fault-kind checkpoint drill): called after each layer
+  // file a rank writes into a checkpoint directory, with the directory and
+  // the file's name; empty = nothing.
+  std::function<void(const std::string& step_dir, const std::string& file)> after_checkpoint_file;
 };
 
 // One stage's data-parallel gradient reduction in a step, in seconds from
@@ -70,8 +75,11 @@ struct StepReport {
   double busy_s = 0.0;        // sum over the ranks of a pipeline of F/B/I/W seconds (mean over replicas)
   double bubble_ratio = 0.0;  // 1 - busy / (P * makespan), PLAN_FORMAT rule 8, measured
   double wait_s = 0.0;        // this rank's seconds blocked in receives
-  int64_t tokens = 0;         // rows * seq_length of the global batch (all replicas)
-  double grad_norm = 0.0;     // global L2 norm before clipping (0 unless clip_grad_norm > 0)
+  // Per world rank (index = rank): its F/B/I/W seconds in this step (the
+  // straggler check compares them with the plan's, straggler.h).
+  std::vector<double> rank_busy_s;
+  int64_t tokens = 0;      // rows * seq_length of the global batch (all replicas)
+  double grad_norm = 0.0;  // global L2 norm before clipping (0 unless clip_grad_norm > 0)
   // dp_size > 1: max over ranks of the seconds blocked waiting for the
   // data-parallel gradient reduction after the last action (the all-reduce's
   // exposed time; the rest overlapped compute). 0 with dp_size 1.

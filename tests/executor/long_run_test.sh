@@ -54,6 +54,17 @@ PW_TORCHRUN_EMULATE=1 "$launch_dir/torchrun.sh" --nproc-per-node 2 --master-port
   --checkpoint-dir "$work/tcp" --checkpoint-every 4 | tee "$work/tcp.txt"
 [[ $(digest "$work/straight.txt") == "$(digest "$work/tcp.txt")" ]] \
   || fail "the torchrun (TCP) run's parameters differ from the mpirun run's"
+# --comm nccl under torchrun bootstraps NCCL through the same rendezvous
+# (docs/LAUNCH.md); without a GPU every rank refuses before it, naming why.
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  if PW_TORCHRUN_EMULATE=1 timeout 60 "$launch_dir/torchrun.sh" --nproc-per-node 2 --master-port "$port" -- \
+       "$pipewright" run --data "$work/text.txt" --plan "$work/plan.json" --steps 1 --device cuda --comm nccl \
+       > "$work/tcp-nccl.txt" 2>&1; then fail "--comm nccl under torchrun ran without a GPU"; fi
+  grep -q "built without NCCL" "$work/tcp-nccl.txt" || for r in 0 1; do
+    grep -q "^pipewright run: invalid argument: --comm nccl: rank $r sees no CUDA device (cudaGetDeviceCount: " \
+      "$work/tcp-nccl.txt" || { cat "$work/tcp-nccl.txt"; fail "no clear refusal of --comm nccl on rank $r"; }
+  done
+fi
 if "$launch_dir/mpirun.sh" -np 3 -- "$pipewright" run --plan "$work/plan.json" --data "$work/text.txt" \
      > "$work/np3.txt" 2>&1; then fail "mpirun.sh -np 3 on a pp_size=2 plan ran"; fi
 grep -q "pp_size=2" "$work/np3.txt" || { cat "$work/np3.txt"; fail "no pp_size in the launcher refusal"; }

@@ -17,6 +17,7 @@
 #include "executor/comm/tcp_communicator.h"
 #include "executor/runtime/measured_trace.h"
 #include "executor/runtime/preflight.h"
+#include "executor/runtime/straggler.h"
 #include "executor/runtime/watchdog.h"
 #include "schedules/trace_format.h"
 #include "tests/testing/schedule_util.h"
@@ -314,6 +315,116 @@ TEST(TcpCommunicator, RingFifoAndAllGather) {
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < world; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// Split over TCP (the groups that bootstrap NCCL under torchrun): a 2 x 3
+// grid split both ways; each group's AllGather holds its members in key
+// order, a group of a group splits again, and the world's collectives still
+// work after the groups'. No data-parallel collectives on any of them.
+TEST(TcpCommunicator, SplitFormsGroupsOverTheSameSockets) {
+  const int world = 6, port = FreePort();
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      TcpOptions o;
+      o.master_port = port;
+      o.watchdog_s = 20;
+      auto comm = TcpCommunicator::Create(r, world, o);
+      if (!comm.ok()) {
+        errors[r] = comm.status().ToString();
+        return;
+      }
+      TcpCommunicator& c = **comm;
+      auto rows = c.Split(r / 3, /*key=*/-r, "row");  // key reverses the order
+      auto cols = c.Split(r % 3, r, "column");
+      if (!rows.ok() || !cols.ok()) {
+        errors[r] = "split";
+        return;
+      }
+      auto row_all = (*rows)->AllGather(std::to_string(r));
+      auto col_all = (*cols)->AllGather(std::to_string(r));
+      const int base = (r / 3) * 3;
+      const std::vector<std::string> want_row = {std::to_string(base + 2), std::to_string(base + 1),
+                                                 std::to_string(base)};
+      const std::vector<std::string> want_col = {std::to_string(r % 3), std::to_string(r % 3 + 3)};
+      if (!row_all.ok() || *row_all != want_row) errors[r] = "row all-gather";
+      if (!col_all.ok() || *col_all != want_col) errors[r] = "column all-gather";
+      if ((*rows)->rank() != 2 - r % 3 || (*cols)->rank() != r / 3) errors[r] = "group ranks";
+      // A group of the row group: its first rank alone, the other two together.
+      auto sub = (*rows)->Split((*rows)->rank() == 0 ? 0 : 1, 0, "sub");
+      auto sub_all = sub.ok() ? (*sub)->AllGather(std::to_string(r)) : StatusOr<std::vector<std::string>>(sub.status());
+      if (!sub_all.ok() || sub_all->size() != ((*rows)->rank() == 0 ? 1u : 2u)) errors[r] = "nested split";
+      double x = 1;
+      if ((*cols)->IallReduceSum(&x, 1, ElementType::kFloat64).status().code() != StatusCode::kInvalidArgument)
+        errors[r] = "a tcp group ran a data-parallel collective";
+      auto all = c.AllGather("w" + std::to_string(r));
+      if (!all.ok() || all->size() != world || (*all)[5] != "w5") errors[r] = "world all-gather after the groups";
+      if (c.data_parallel()) errors[r] = "tcp claims data-parallel collectives";
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// The straggler check (straggler.h): compute against the plan, relative to
+// the peers' median; the warm-up step is not counted; a rank must be slow in
+// each of `window` consecutive steps (a blip resets it); each rank is
+// reported once, with its means over the window; threshold 0 is off.
+TEST(Straggler, PersistentlySlowRankIsFoundOnce) {
+  const std::vector<double> planned = {1.0, 2.0, 1.0, 2.0};  // ranks 1, 3 carry twice the work
+  StragglerOptions so;
+  so.threshold = 1.3;
+  so.window = 3;
+  StragglerDetector d(planned, so);
+  // Warm-up: rank 0 very slow, not counted.
+  EXPECT_FALSE(d.Add(0, {9.0, 2.0, 1.0, 2.0}, 10.0));
+  // Proportional to the plan (+ noise below the threshold): nobody.
+  EXPECT_FALSE(d.Add(1, {1.1, 2.0, 0.9, 2.4}, 3.0));
+  // Rank 3 at 2x its plan (x2 its peers' median 1.0) in steps 2, 3, a blip
+  // back to normal in 4, then steps 5, 6, 7.
+  EXPECT_FALSE(d.Add(2, {1.0, 2.0, 1.0, 4.0}, 5.0));
+  EXPECT_FALSE(d.Add(3, {1.0, 2.0, 1.0, 4.0}, 5.0));
+  EXPECT_FALSE(d.Add(4, {1.0, 2.0, 1.0, 2.0}, 3.0));
+  EXPECT_FALSE(d.Add(5, {1.0, 2.0, 1.0, 4.0}, 5.0));
+  EXPECT_FALSE(d.Add(6, {1.0, 2.0, 1.0, 4.0}, 5.0));
+  std::optional<StragglerReport> r = d.Add(7, {1.0, 2.0, 1.0, 4.0}, 5.0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->rank, 3);
+  EXPECT_EQ(r->first_step, 6);
+  EXPECT_EQ(r->last_step, 8);
+  EXPECT_DOUBLE_EQ(r->compute_s, 4.0);
+  EXPECT_DOUBLE_EQ(r->planned_s, 2.0);
+  EXPECT_NEAR(r->slowdown, 2.0, 1e-12);
+  EXPECT_NEAR(r->share, 0.8, 1e-12);
+  EXPECT_FALSE(d.Add(8, {1.0, 2.0, 1.0, 4.0}, 5.0)) << "reported once";
+  EXPECT_EQ(d.found().size(), 1u);
+  const std::string text = DescribeStraggler(*r, "node7", 1.3);
+  for (const char* want :
+       {"rank 3 on node7:", "4 s per step vs 2 s planned", "x2.00 its peers'", "80 % of the step", "steps 6-8"})
+    EXPECT_NE(text.find(want), std::string::npos) << want << " not in: " << text;
+  // Mean ratios over the 8 counted steps: rank 3 at (1.2 + 2+2+1+2+2+2+2) / 8.
+  EXPECT_NEAR(d.MeanRatios()[3], (1.2 + 2 * 6 + 1) / 8, 1e-12);
+  // Off.
+  so.threshold = 0;
+  StragglerDetector off(planned, so);
+  for (int step = 0; step < 10; ++step) EXPECT_FALSE(off.Add(step, {1.0, 2.0, 1.0, 40.0}, 41.0));
+}
+
+// The plan's compute per world rank: the simulator's busy seconds of its
+// pipeline rank, the same for every replica (rank g = p * D + d).
+TEST(Straggler, PlannedComputeFollowsThePipelineRank) {
+  PlanSpec spec;
+  spec.pp_size = 2;
+  spec.dp_size = 2;
+  spec.model = {{"model_type", "gpt2"}, {"n_layer", 2}, {"n_embd", 16}, {"n_head", 2}, {"n_positions", 16}};
+  StatusOr<Plan> plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  StatusOr<std::vector<double>> planned = PlannedComputeSeconds(*plan);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  ASSERT_EQ(planned->size(), 4u);
+  for (double s : *planned) EXPECT_GT(s, 0.0);
+  EXPECT_EQ((*planned)[0], (*planned)[1]) << "replicas of pipeline rank 0";
+  EXPECT_EQ((*planned)[2], (*planned)[3]) << "replicas of pipeline rank 1";
 }
 
 // Polls Test(id) until it returns true or an error, for at most 20 s.

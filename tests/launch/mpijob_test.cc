@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -397,6 +398,131 @@ TEST_F(MpiJobTest, BadRequestsAreRefused) {
 
 // Tensor parallelism: T x P x D ranks, and every TP group (T consecutive
 // ranks) in one Worker pod.
+// --elastic: the launcher runs `pipewright elastic` over the operator's
+// hostfile with the plan flags and the run flags, restarts OnFailure up to
+// --max-restarts, mounts the claims (checkpoints) like the workers, and the
+// gang minimum is --min-np's workers + the launcher; the manifest still
+// passes the v2beta1 schema. Then the elastic refusals, and the CLI splitting
+// "plan flags -- run flags".
+TEST_F(MpiJobTest, ElasticLauncherRunsPipewrightElastic) {
+  const std::string text = PlanText(2, 2);  // 4 ranks
+  MpiJobOptions o = Options(2);             // 2 workers of 2
+  o.elastic = true;
+  o.min_np = 1;
+  o.max_restarts = 5;
+  o.claims = {"ckpt:/ckpt"};
+  o.plan_args = {"--model-config", "/ckpt/model.json", "--device", "H100-80GB", "--global-batch-size", "16"};
+  o.run_args = {"--data",    "/ckpt/corpus.txt",   "--steps", "100",    "--checkpoint-dir",
+                "/ckpt/run", "--checkpoint-every", "10",      "--comm", "nccl"};
+  StatusOr<std::string> yaml = MpiJobYaml(text, "plan.json", o);
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  ASSERT_TRUE(SchemaErrors(*yaml).empty()) << Join(SchemaErrors(*yaml)) << *yaml;
+  const YAML::Node job = YAML::LoadAll(*yaml)[1];
+  const YAML::Node spec = job["spec"];
+  EXPECT_EQ(spec["runPolicy"]["backoffLimit"].as<int>(), 5);
+  EXPECT_EQ(spec["runPolicy"]["schedulingPolicy"]["minAvailable"].as<int>(), 2) << "1 worker + the launcher";
+  EXPECT_EQ(job["metadata"]["annotations"]["pipewright/elastic"].as<std::string>(), "min-np=1 max-restarts=5");
+  for (const char* type : {"Launcher", "Worker"})
+    EXPECT_EQ(spec["mpiReplicaSpecs"][type]["restartPolicy"].as<std::string>(), "OnFailure") << type;
+  const YAML::Node launcher_pod = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"];
+  const YAML::Node launcher = launcher_pod["containers"][0];
+  EXPECT_EQ(StringList(launcher["command"]), std::vector<std::string>{"pipewright"});
+  const std::vector<std::string> want = {"elastic",
+                                         "--np",
+                                         "4",
+                                         "--hostfile",
+                                         "/etc/mpi/hostfile",
+                                         "--min-np",
+                                         "1",
+                                         "--max-restarts",
+                                         "5",
+                                         "--mpirun-arg=--bind-to",
+                                         "--mpirun-arg=none",
+                                         "--mpirun-arg=--map-by",
+                                         "--mpirun-arg=slot",
+                                         "--mpirun-arg=-x",
+                                         "--mpirun-arg=OMP_NUM_THREADS=1",
+                                         "--model-config",
+                                         "/ckpt/model.json",
+                                         "--device",
+                                         "H100-80GB",
+                                         "--global-batch-size",
+                                         "16",
+                                         "--",
+                                         "--device",
+                                         "cuda",
+                                         "--data",
+                                         "/ckpt/corpus.txt",
+                                         "--steps",
+                                         "100",
+                                         "--checkpoint-dir",
+                                         "/ckpt/run",
+                                         "--checkpoint-every",
+                                         "10",
+                                         "--comm",
+                                         "nccl"};
+  EXPECT_EQ(StringList(launcher["args"]), want);
+  // The launcher mounts the checkpoint claim as the workers do.
+  ASSERT_EQ(launcher_pod["volumes"].size(), 2u);
+  EXPECT_EQ(launcher_pod["volumes"][1]["persistentVolumeClaim"]["claimName"].as<std::string>(), "ckpt");
+  EXPECT_EQ(launcher["volumeMounts"][1]["mountPath"].as<std::string>(), "/ckpt");
+  // --min-np 3 on 2-GPU workers: 2 workers at least.
+  o.min_np = 3;
+  yaml = MpiJobYaml(text, "plan.json", o);
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  EXPECT_EQ(YAML::LoadAll(*yaml)[1]["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"].as<int>(), 3);
+
+  auto refused = [&](MpiJobOptions bad, const std::string& needle) {
+    StatusOr<std::string> y = MpiJobYaml(text, "plan.json", bad);
+    ASSERT_FALSE(y.ok()) << needle;
+    EXPECT_EQ(y.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(y.status().message().find(needle), std::string::npos) << y.status().message();
+  };
+  MpiJobOptions bad = o;
+  bad.min_np = 5;
+  refused(bad, "--min-np 5: must be in [1, 4]");
+  bad = o;
+  bad.max_restarts = -1;
+  refused(bad, "--max-restarts -1");
+  bad = o;
+  bad.plan_args.clear();
+  refused(bad, "the plan flags elastic plans with");
+  bad = o;
+  bad.plan_args.push_back("--num-devices");
+  bad.plan_args.push_back("4");
+  refused(bad, "plan flag --num-devices is set by pipewright elastic");
+  bad = o;
+  bad.run_args = {"--data", "/ckpt/corpus.txt", "--steps", "100", "--checkpoint-dir", "/ckpt/run"};
+  refused(bad, "the run flags need --checkpoint-every");
+  bad = o;
+  bad.run_args.push_back("--resume");
+  bad.run_args.push_back("/ckpt/run");
+  refused(bad, "--resume is set by pipewright elastic");
+
+  // Through the CLI: the first -- starts the plan flags, the second the run flags.
+  const std::string plan_path = *dir_ + "/plan_2x2.json";
+  const std::string out = *dir_ + "/elastic.yaml";
+  ASSERT_EQ(Cli("k8s --plan " + plan_path + " --image img:1 --gpus-per-node 2 --elastic --min-np 2 -o " + out +
+                " -- --model-config m.json --device H100-80GB -- --data /d --steps 10 --checkpoint-dir /c "
+                "--checkpoint-every 2"),
+            0);
+  std::ifstream in(out);
+  std::stringstream read;
+  read << in.rdbuf();
+  const YAML::Node cli_job = YAML::LoadAll(read.str())[1];
+  const std::vector<std::string> args =
+      StringList(cli_job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"]);
+  const auto dash = std::find(args.begin(), args.end(), "--");
+  ASSERT_NE(dash, args.end());
+  EXPECT_EQ(std::vector<std::string>(dash - 4, dash),
+            (std::vector<std::string>{"--model-config", "m.json", "--device", "H100-80GB"}));
+  EXPECT_EQ(std::vector<std::string>(dash + 1, args.end()),
+            (std::vector<std::string>{"--device", "cuda", "--data", "/d", "--steps", "10", "--checkpoint-dir", "/c",
+                                      "--checkpoint-every", "2"}));
+  // Without the second --, refused naming the form.
+  EXPECT_EQ(Cli("k8s --plan " + plan_path + " --image img:1 --elastic -- --data /d --steps 10"), 2);
+}
+
 TEST_F(MpiJobTest, TensorParallelGroupsStayInOnePod) {
   const std::string path = *dir_ + "/plan_tp2.json";
   const std::string cmd =
