@@ -234,14 +234,14 @@ class BlockLayer : public GptLayerImpl {
     return h + mlp_proj->forward(m);                               // (b, T, C)
   }
   // forward for the new positions pos .. pos+t-1 only, x (b, t, C), their
-  // keys and values appended to `cache` (b, H, ., D) -> (b, t, C).
+  // keys and values appended to `cache` -> (b, t, C).
   torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override {
     const int64_t b = x.size(0), t = x.size(1), C = x.size(2), H = n_head_, D = C / H;
     auto parts = DecodeLinear(*qkv, ln_1->forward(x)).split(C, /*dim=*/2);  // 3 x (b, t, C)
     torch::Tensor q = parts[0].view({b, t, H, D}).transpose(1, 2);          // (b, H, t, D)
     auto [k, v] = AppendKeysValues(cache, parts[1].view({b, t, H, D}).transpose(1, 2),
-                                   parts[2].view({b, t, H, D}).transpose(1, 2), pos);  // (b, H, P, D), P = pos + t
-    torch::Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (b, H, t, P)
+                                   parts[2].view({b, t, H, D}).transpose(1, 2), pos);  // (b, H, D, P), (b, H, P, D)
+    torch::Tensor att = q.matmul(k) * (1.0 / std::sqrt(static_cast<double>(D)));       // (b, H, t, P), P = pos + t
     if (t > 1) att = att.masked_fill(CachedCausalMask(t, pos, x.device()), -std::numeric_limits<double>::infinity());
     torch::Tensor y = torch::softmax(att, -1).matmul(v).transpose(1, 2).contiguous().view({b, t, C});  // (b, t, C)
     torch::Tensor h = x + DecodeLinear(*attn_proj, y);                                                 // (b, t, C)

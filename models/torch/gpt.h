@@ -74,18 +74,20 @@ TORCH_MODULE(SplitLinear);
 // Keys and values of one attention block for incremental decoding
 // (generation, models/torch/kv_cache.cc): buffers of `capacity` positions,
 // filled from position 0; ForwardCached appends the new positions' keys and
-// values and attends to everything up to them. Undefined tensors until the
-// block's first ForwardCached allocates them (zeros, the block's dtype).
+// values and attends to everything up to them. Keys are stored transposed,
+// so that the scores q K^T read the cached keys as they lie (a strided view
+// BLAS takes without a copy). Undefined tensors until the block's first
+// ForwardCached allocates them (zeros, the block's dtype).
 struct KvCache {
   int64_t capacity = 0;  // positions the buffers hold (>= every pos + t passed to ForwardCached)
-  torch::Tensor k;       // (b, K, capacity, D) keys (Llama: after RoPE); K = key/value heads (GPT-2: H)
+  torch::Tensor k;       // (b, K, D, capacity) keys transposed (Llama: after RoPE); K = key/value heads (GPT-2: H)
   torch::Tensor v;       // (b, K, capacity, D) values
 };
 
 // Appends k and v (b, K, t, D), the keys and values of positions
 // pos .. pos+t-1, to `cache` (allocated on first use) and returns views of
-// the keys and values of positions 0 .. pos+t-1, each (b, K, pos+t, D).
-// Throws c10::Error when pos + t > cache.capacity.
+// the keys, transposed, (b, K, D, pos+t), and the values (b, K, pos+t, D) of
+// positions 0 .. pos+t-1. Throws c10::Error when pos + t > cache.capacity.
 std::pair<torch::Tensor, torch::Tensor> AppendKeysValues(KvCache& cache, const torch::Tensor& k, const torch::Tensor& v,
                                                          int64_t pos);
 

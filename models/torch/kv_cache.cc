@@ -21,12 +21,12 @@ std::pair<torch::Tensor, torch::Tensor> AppendKeysValues(KvCache& cache, const t
   TORCH_CHECK(pos >= 0 && pos + t <= cache.capacity, "KV cache of ", cache.capacity, " positions cannot take ", t,
               " more at position ", pos);
   if (!cache.k.defined()) {
-    cache.k = torch::zeros({b, K, cache.capacity, D}, k.options());  // (b, K, capacity, D)
+    cache.k = torch::zeros({b, K, D, cache.capacity}, k.options());  // (b, K, D, capacity)
     cache.v = torch::zeros({b, K, cache.capacity, D}, v.options());  // (b, K, capacity, D)
   }
-  cache.k.narrow(2, pos, t).copy_(k);
+  cache.k.narrow(3, pos, t).copy_(k.transpose(-2, -1));
   cache.v.narrow(2, pos, t).copy_(v);
-  return {cache.k.narrow(2, 0, pos + t), cache.v.narrow(2, 0, pos + t)};  // (b, K, P, D) each
+  return {cache.k.narrow(3, 0, pos + t), cache.v.narrow(2, 0, pos + t)};  // (b, K, D, P), (b, K, P, D)
 }
 
 torch::Tensor DecodeLinear(const SplitLinearImpl& lin, const torch::Tensor& x) {
@@ -79,12 +79,11 @@ torch::Tensor LlamaBlock::ForwardCached(const torch::Tensor& x, int64_t pos, KvC
   q = ApplyRope(q, cos, sin);                                                                   // (b, t, H, D)
   k = ApplyRope(k, cos, sin).transpose(1, 2);                                                   // (b, K, t, D)
   torch::Tensor v = DecodeLinear(*v_proj, n1).view({b, t, K, D}).transpose(1, 2);               // (b, K, t, D)
-  auto [keys, values] = AppendKeysValues(cache, k, v, pos);                                     // (b, K, P, D) each
+  auto [keys, values] = AppendKeysValues(cache, k, v, pos);  // (b, K, D, P), (b, K, P, D)
   // Grouped-query attention as in forward: the R query heads of one kv head
   // stacked along the rows, (b, K, R*t, D).
   torch::Tensor qg = q.transpose(1, 2).contiguous().view({b, K, R * t, D});
-  torch::Tensor scores =
-      qg.matmul(keys.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (b, K, R*t, P)
+  torch::Tensor scores = qg.matmul(keys) * (1.0 / std::sqrt(static_cast<double>(D)));  // (b, K, R*t, P)
   if (t > 1)
     scores = scores.view({b, H, t, P})
                  .masked_fill(CachedCausalMask(t, pos, x.device()), -std::numeric_limits<double>::infinity())

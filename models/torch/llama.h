@@ -83,8 +83,8 @@ class LlamaBlock : public GptLayerImpl {
   // x (b, T, C) -> (b, T, C)
   torch::Tensor forward(const torch::Tensor& x) override;
   // The same for new positions pos .. pos+t-1 only, x (b, t, C), attending
-  // to the keys and values of `cache` (gpt.h KvCache, (b, K, ., D), keys after
-  // RoPE) -> (b, t, C). models/torch/kv_cache.cc.
+  // to the keys and values of `cache` (gpt.h KvCache, keys after RoPE)
+  // -> (b, t, C). models/torch/kv_cache.cc.
   torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override;
 
   RmsNormLayer input_layernorm{nullptr}, post_attention_layernorm{nullptr};
