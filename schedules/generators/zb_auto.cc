@@ -122,8 +122,11 @@ struct FlagEcho {
 // One greedy run. Times in seconds, memory in costs.memory units.
 class Greedy {
  public:
-  Greedy(const ScheduleRequest& req, int v, Placement placement, const std::vector<double>& limits, GreedyFlags flags)
-      : c_(req.costs), limits_(limits), flags_(flags) {
+  // `cutoff` (seconds): stop as soon as the run's steady step is sure to
+  // exceed it (CutOff); kInf never stops.
+  Greedy(const ScheduleRequest& req, int v, Placement placement, const std::vector<double>& limits, GreedyFlags flags,
+         double cutoff = kInf)
+      : c_(req.costs), limits_(limits), flags_(flags), cutoff_(cutoff) {
     prog_ = MakeEmptyProgram(req, v, placement);
     P_ = req.pp_size;
     m_ = req.num_microbatches;
@@ -147,6 +150,11 @@ class Greedy {
     open_.assign(P_, 0);
     f_end_.assign(static_cast<size_t>(S_) * m_, -1.0);
     i_end_.assign(static_cast<size_t>(S_) * m_, -1.0);
+    asap_f_.assign(static_cast<size_t>(S_) * m_, 0.0);
+    asap_i_.assign(static_cast<size_t>(S_) * m_, 0.0);
+    asap_free_.assign(P_, 0.0);
+    asap_first_.assign(P_, -1.0);
+    w_done_.assign(S_, 0);
     pending_w_.resize(P_);
     mem_.assign(P_, 0);
     reserve_.assign(P_, 0);
@@ -171,6 +179,11 @@ class Greedy {
   // complete once Run() has returned.
   const FlagEcho& echo() const { return echo_; }
 
+  // Whether Run() stopped because the program's steady step (Simulate's,
+  // docs/ALGORITHMS.md §2) was sure to exceed the cutoff. echo() then covers
+  // the decisions made until then.
+  bool cut_off() const { return cut_; }
+
   // Returns the compute-only program, or Infeasible if the ranks get stuck
   // under the memory limit.
   StatusOr<Program> Run() {
@@ -187,6 +200,7 @@ class Greedy {
       if (dec_[r] == kInf || waits > max_waits)
         return Status::Infeasible("ranks cannot progress under the memory limit");
       waits = Decide(r) ? 0 : waits + 1;
+      if (cut_) return Status::Infeasible("steady step over the cutoff");
     }
     return Status::Internal("zero-bubble greedy did not converge");
   }
@@ -410,6 +424,8 @@ class Greedy {
     }
     prog_.ranks[r].push_back(MakeAction(s, type, mb));
     --left_[r];
+    if (kind == kW) ++w_done_[s];
+    Asap(r, kind, s, mb);
     const double now = dec_[r];
     free_[r] = end;
     SetDec(r, end);
@@ -419,9 +435,45 @@ class Greedy {
         if (dec_[q] == kInf) SetDec(q, std::max(free_[q], now));
   }
 
+  // The pass just appended to rank r's list, timed as Simulate() times the
+  // compute-only program (each pass as soon as its rank is free and its
+  // input has arrived; no link contention). Passes are only appended, so
+  // these times are final. Then the cutoff test: rank r's steady step is at
+  // least its last end so far plus the seconds of the passes it has left
+  // minus its first start; once that exceeds the cutoff, so does the
+  // program's steady step (the max over ranks), and the run stops.
+  void Asap(int r, Kind kind, int s, int mb) {
+    const StageCost& sc = c_.stages[s];
+    double ready = asap_free_[r], end = 0;
+    if (kind == kF) {
+      if (s > 0) ready = std::max(ready, asap_f_[Key(s - 1, mb)] + Msg(s - 1, s, true));
+      end = asap_f_[Key(s, mb)] = ready + sc.f;
+    } else if (kind == kI) {
+      if (s + 1 < S_) ready = std::max(ready, asap_i_[Key(s + 1, mb)] + Msg(s + 1, s, false));
+      end = asap_i_[Key(s, mb)] = ready + sc.i;
+    } else {
+      end = ready + sc.w;
+    }
+    if (asap_first_[r] < 0) asap_first_[r] = ready;
+    asap_free_[r] = end;
+    if (cutoff_ == kInf) return;
+    double left = 0;
+    for (int q : stages_of_[r]) {
+      const StageCost& qc = c_.stages[q];
+      left += (m_ - next_f_[q]) * qc.f + (m_ - next_i_[q]) * qc.i + (m_ - w_done_[q]) * qc.w;
+    }
+    if (end + left - asap_first_[r] > cutoff_) cut_ = true;
+  }
+
   const StageCosts& c_;
   const std::vector<double>& limits_;  // [rank] -> activation limit
   const GreedyFlags flags_;
+  const double cutoff_;                  // seconds: stop once the steady step is sure to exceed it
+  bool cut_ = false;                     // stopped by the cutoff
+  std::vector<double> asap_f_, asap_i_;  // [stage * m + mb] -> Simulate's end time of the F / I
+  std::vector<double> asap_free_;        // [rank] -> Simulate's end of the rank's last pass
+  std::vector<double> asap_first_;       // [rank] -> Simulate's start of its first pass, < 0 none yet
+  std::vector<int> w_done_;              // [stage] -> W's placed
   Program prog_;
   int P_ = 0, m_ = 0, S_ = 0;
   double eps_ = 0;
@@ -537,10 +589,18 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
         // beats_best); then it runs like any other.
         const Ran* same = same_run(flags);
         if (same && !beats_best(same->outcome)) continue;
-        Greedy greedy(req, virtual_stages, placement, memory_limits, flags);
+        // A run whose steady step is sure to exceed `cutoff` cannot beat
+        // the best (beats_best: more than best_steady + its tolerance; the
+        // factor 1 + 1e-6 covers rounding in the run's bound), so it stops
+        // there and is not simulated. Its echo covers the decisions made
+        // until then: a repeat makes the same ones and stops there too, so
+        // it counts as a run that does not fit (skipped like one).
+        const double cutoff =
+            best ? (best_steady + 1e-9) / (1.0 - 1e-9) * (1.0 + 1e-6) + 1e-9 : std::numeric_limits<double>::infinity();
+        Greedy greedy(req, virtual_stages, placement, memory_limits, flags, cutoff);
         StatusOr<Program> prog = greedy.Run();
         Ran run{flags, greedy.echo(), {}};
-        PW_RETURN_IF_ERROR(consider(std::move(prog), &run.outcome));
+        if (!greedy.cut_off()) PW_RETURN_IF_ERROR(consider(std::move(prog), &run.outcome));
         ran.push_back(run);
       }
     }
