@@ -74,6 +74,7 @@
 // With unit costs this gives ZB-H1's makespan 3m + P - 1 (m >= P); with
 // 2P x activation and m >= 2P it gives ZB-H2's steady step 3m.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -89,6 +90,10 @@ namespace pw {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// SetZeroBubbleCutoff / ZeroBubbleCutoffs.
+std::atomic<bool> cutoff_on{true};
+std::atomic<long long> cutoffs{0};
 
 // The heuristic's switches (paper §3.1 and ZB-V's fill flags).
 struct GreedyFlags {
@@ -595,12 +600,14 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
         // there and is not simulated. Its echo covers the decisions made
         // until then: a repeat makes the same ones and stops there too, so
         // it counts as a run that does not fit (skipped like one).
-        const double cutoff =
-            best ? (best_steady + 1e-9) / (1.0 - 1e-9) * (1.0 + 1e-6) + 1e-9 : std::numeric_limits<double>::infinity();
+        const double cutoff = best && cutoff_on ? (best_steady + 1e-9) / (1.0 - 1e-9) * (1.0 + 1e-6) + 1e-9 : kInf;
         Greedy greedy(req, virtual_stages, placement, memory_limits, flags, cutoff);
         StatusOr<Program> prog = greedy.Run();
         Ran run{flags, greedy.echo(), {}};
-        if (!greedy.cut_off()) PW_RETURN_IF_ERROR(consider(std::move(prog), &run.outcome));
+        if (greedy.cut_off())
+          ++cutoffs;
+        else
+          PW_RETURN_IF_ERROR(consider(std::move(prog), &run.outcome));
         ran.push_back(run);
       }
     }
@@ -630,6 +637,10 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
   }
   return std::move(*best);
 }
+
+bool SetZeroBubbleCutoff(bool on) { return cutoff_on.exchange(on); }
+
+long long ZeroBubbleCutoffs() { return cutoffs.load(); }
 
 // The activation limit of each rank: the request's, else `fallback` (the
 // family's default) on every rank.
