@@ -43,7 +43,7 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
 // For tests (tests/schedules/zb_test.cc): with `on` false, ZeroBubbleGreedy
 // runs every list-scheduler flag set to its end and simulates it, instead of
 // stopping a run whose steady step is sure to exceed the best so far (the
-// default, docs/ALGORITHMS.md §2); the chosen program is the same either
+// default, docs/ALGORITHMS.md §3, ZB-auto); the chosen program is the same either
 // way. Returns the previous setting. ZeroBubbleCutoffs() counts the runs the
 // cutoff has stopped since the process started.
 bool SetZeroBubbleCutoff(bool on);

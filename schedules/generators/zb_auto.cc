@@ -65,6 +65,11 @@
 // program is the one the full grid picks (tests/schedules/
 // generation_digest_test.cc); Interleaved ZB at P = 32, v = 2, m = 256 runs
 // 24 of its 48 flag sets.
+// Once a best program exists, a run also times its passes as Simulate()
+// does and stops, unsimulated, as soon as one rank's last end so far plus
+// its passes left minus its first start exceeds the best steady step (more
+// than the comparison's tolerance): it cannot win (Greedy::Asap; the test
+// ZeroBubble.CutoffPicksWhatTheFullGridPicks).
 //
 // Inputs beyond the paper's code: per-stage F/I/W times (stages may differ),
 // per-stage message times (latency + send bytes / bandwidth, zero between
@@ -185,7 +190,7 @@ class Greedy {
   const FlagEcho& echo() const { return echo_; }
 
   // Whether Run() stopped because the program's steady step (Simulate's,
-  // docs/ALGORITHMS.md §2) was sure to exceed the cutoff. echo() then covers
+  // docs/ALGORITHMS.md §3) was sure to exceed the cutoff. echo() then covers
   // the decisions made until then.
   bool cut_off() const { return cut_; }
 
