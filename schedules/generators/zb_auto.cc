@@ -600,12 +600,16 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
         const Ran* same = same_run(flags);
         if (same && !beats_best(same->outcome)) continue;
         // A run whose steady step is sure to exceed `cutoff` cannot beat
-        // the best (beats_best: more than best_steady + its tolerance; the
-        // factor 1 + 1e-6 covers rounding in the run's bound), so it stops
-        // there and is not simulated. Its echo covers the decisions made
-        // until then: a repeat makes the same ones and stops there too, so
-        // it counts as a run that does not fit (skipped like one).
-        const double cutoff = best && cutoff_on ? (best_steady + 1e-9) / (1.0 - 1e-9) * (1.0 + 1e-6) + 1e-9 : kInf;
+        // the best, now or later, so it stops there and is not simulated.
+        // beats_best needs o.steady <= best_steady + 1e-9 max(1, o.steady);
+        // a replacement through the makespan test may raise best_steady by
+        // that tolerance, at most 112 times (the runs of both grids and the
+        // rounds), so best_steady stays below its value now x (1 + 1.2e-7)
+        // + 1.2e-7, and 2e-6 (relative and absolute) leaves room for that
+        // and for rounding in the run's bound. Its echo covers the decisions
+        // made until then: a repeat makes the same ones and stops there
+        // too, so it counts as a run that does not fit (skipped like one).
+        const double cutoff = best && cutoff_on ? best_steady * (1.0 + 2e-6) + 2e-6 : kInf;
         Greedy greedy(req, virtual_stages, placement, memory_limits, flags, cutoff);
         StatusOr<Program> prog = greedy.Run();
         Ran run{flags, greedy.echo(), {}};
