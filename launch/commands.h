@@ -50,7 +50,8 @@ void RegisterTokenizeCommand(CLI::App& app, CommandContext& ctx);      // cmd_to
 // them (without linking their code) and pipewright-exec registers them.
 inline constexpr char kRunDescription[] = "train by replaying a plan (launch with mpirun -np <pp_size x dp_size>)";
 inline constexpr char kGenerateDescription[] =
-    "sample text from a checkpoint (`pipewright run --save` or --checkpoint-dir)";
+    "generate text from a checkpoint (`pipewright run --save` or --checkpoint-dir) or a Hugging Face directory: "
+    "greedy, or sampling with temperature, top-k and top-p";
 inline constexpr char kTokenizeDescription[] =
     "tokenize a text or JSON Lines file (SentencePiece .model or HF tokenizer.json) into an llm.c token file for "
     "`run --data`";

@@ -573,6 +573,13 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
   }
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     return Status::InvalidArgument("--checkpoint-every needs --checkpoint-dir");
+  // --sample without a tokenizer writes bytes: refused before training for a
+  // model whose vocabulary is not the 256 bytes (the sampler would refuse
+  // after it).
+  if (options.sample_tokens > 0 && options.tokenizer.empty() && plan->model && plan->model->vocab != 256)
+    return Status::InvalidArgument("--sample " + std::to_string(options.sample_tokens) +
+                                   ": the plan's model.vocab_size is " + std::to_string(plan->model->vocab) +
+                                   ", so a sample needs --tokenizer FILE (the tokenizer of the data)");
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(*plan, comm, eo));
   RunSummary summary;
   RunContext run{options,

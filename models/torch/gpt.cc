@@ -182,6 +182,11 @@ class EmbeddingLayer : public GptLayerImpl {
     torch::Tensor pos = wpe.narrow(0, 0, T).unsqueeze(0);  // (1, T, C)
     return tok + pos;                                      // (b, T, C)
   }
+  // tokens (b, t) int64 at positions pos .. pos+t-1 -> (b, t, C)
+  torch::Tensor ForwardCached(const torch::Tensor& tokens, int64_t pos, KvCache& cache) override {
+    (void)cache;
+    return torch::embedding(wte, tokens) + wpe.narrow(0, pos, tokens.size(1)).unsqueeze(0);
+  }
   torch::Tensor wte;  // (V, C)
   torch::Tensor wpe;  // (n_positions, C)
 
@@ -228,6 +233,20 @@ class BlockLayer : public GptLayerImpl {
     torch::Tensor m = torch::gelu(fc->forward(ln_2->forward(h)));  // (b, T, F)
     return h + mlp_proj->forward(m);                               // (b, T, C)
   }
+  // forward for the new positions pos .. pos+t-1 only, x (b, t, C), their
+  // keys and values appended to `cache` -> (b, t, C).
+  torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override {
+    const int64_t b = x.size(0), t = x.size(1), C = x.size(2), H = n_head_, D = C / H;
+    auto parts = DecodeLinear(*qkv, ln_1->forward(x)).split(C, /*dim=*/2);  // 3 x (b, t, C)
+    torch::Tensor q = parts[0].view({b, t, H, D}).transpose(1, 2);          // (b, H, t, D)
+    auto [k, v] = AppendKeysValues(cache, parts[1].view({b, t, H, D}).transpose(1, 2),
+                                   parts[2].view({b, t, H, D}).transpose(1, 2), pos);  // (b, H, D, P), (b, H, P, D)
+    torch::Tensor att = q.matmul(k) * (1.0 / std::sqrt(static_cast<double>(D)));       // (b, H, t, P), P = pos + t
+    if (t > 1) att = att.masked_fill(CachedCausalMask(t, pos, x.device()), -std::numeric_limits<double>::infinity());
+    torch::Tensor y = torch::softmax(att, -1).matmul(v).transpose(1, 2).contiguous().view({b, t, C});  // (b, t, C)
+    torch::Tensor h = x + DecodeLinear(*attn_proj, y);                                                 // (b, t, C)
+    return h + DecodeLinear(*mlp_proj, torch::gelu(DecodeLinear(*fc, ln_2->forward(h))));              // (b, t, C)
+  }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   SplitLinear qkv{nullptr}, attn_proj{nullptr}, fc{nullptr}, mlp_proj{nullptr};
 
@@ -252,6 +271,13 @@ class HeadLayer : public GptLayerImpl {
   torch::Tensor forward(const torch::Tensor& x) override {
     if (shared_.defined()) return torch::linear(ln_f->forward(x), shared_);
     return lm_head->forward(ln_f->forward(x));
+  }
+  // x (b, t, C) -> logits (b, t, V), one row through a matrix-vector product.
+  torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override {
+    (void)pos;
+    (void)cache;
+    if (shared_.defined()) return forward(x);
+    return DecodeLinear(*lm_head, ln_f->forward(x));
   }
   torch::nn::LayerNorm ln_f{nullptr};
   SplitLinear lm_head{nullptr};

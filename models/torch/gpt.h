@@ -71,6 +71,37 @@ class SplitLinearImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SplitLinear);
 
+// Keys and values of one attention block for incremental decoding
+// (generation, models/torch/kv_cache.cc): buffers of `capacity` positions,
+// filled from position 0; ForwardCached appends the new positions' keys and
+// values and attends to everything up to them. Keys are stored transposed,
+// so that the scores q K^T read the cached keys as they lie (a strided view
+// BLAS takes without a copy). Undefined tensors until the block's first
+// ForwardCached allocates them (zeros, the block's dtype).
+struct KvCache {
+  int64_t capacity = 0;  // positions the buffers hold (>= every pos + t passed to ForwardCached)
+  torch::Tensor k;       // (b, K, D, capacity) keys transposed (Llama: after RoPE); K = key/value heads (GPT-2: H)
+  torch::Tensor v;       // (b, K, capacity, D) values
+};
+
+// Appends k and v (b, K, t, D), the keys and values of positions
+// pos .. pos+t-1, to `cache` (allocated on first use) and returns views of
+// the keys, transposed, (b, K, D, pos+t), and the values (b, K, pos+t, D) of
+// positions 0 .. pos+t-1. Throws c10::Error when pos + t > cache.capacity.
+std::pair<torch::Tensor, torch::Tensor> AppendKeysValues(KvCache& cache, const torch::Tensor& k, const torch::Tensor& v,
+                                                         int64_t pos);
+
+// y = x W^T + b of `lin` for incremental decoding (no autograd): one row
+// (x (..., in) with x.numel() == in) goes through a matrix-vector product
+// (BLAS gemv: the weight is read once, never packed as a GEMM operand);
+// more rows through torch::linear. x (..., in) -> (..., out).
+torch::Tensor DecodeLinear(const SplitLinearImpl& lin, const torch::Tensor& x);
+
+// Causal mask of t new queries at positions pos .. pos+t-1 against keys at
+// positions 0 .. pos+t-1: (t, pos+t) bool, true where the key comes after the
+// query (masked).
+torch::Tensor CachedCausalMask(int64_t t, int64_t pos, torch::Device device);
+
 // One entry of the layer list. forward maps the layer's input to its output:
 // embedding: tokens (b, T) int64 -> (b, T, C); block: (b, T, C) -> (b, T, C);
 // head: (b, T, C) -> logits (b, T, V).
@@ -86,6 +117,18 @@ class GptLayerImpl : public torch::nn::Module {
   // parameter, as the LM head's weight instead of a replica (which is then
   // no parameter of the layer). Other layers: nothing.
   virtual void ShareTokenTable(const torch::Tensor& table) { (void)table; }
+  // Incremental forward for generation (no autograd; KvCache above): `x`
+  // holds only the new positions pos .. pos+t-1 (tokens (b, t) int64 for the
+  // embedding, (b, t, C) for a block or the head), `cache` the layer's keys
+  // and values of positions 0 .. pos-1. Returns what forward returns for
+  // those t positions of the whole sequence. Attention blocks and learned
+  // positions override it; the default (a layer that looks at one position
+  // at a time) is forward(x).
+  virtual torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) {
+    (void)pos;
+    (void)cache;
+    return forward(x);
+  }
 };
 
 // Token embedding wte[tokens] without positions (Llama): wte (V, C), tokens
@@ -148,6 +191,13 @@ class GptStageImpl : public torch::nn::Module {
   // or logits (b, T, V) if the stage holds the head.
   torch::Tensor forward(torch::Tensor x);
   void SetSink(DeferredGradSink* sink);
+  // Incremental forward for generation (GptLayerImpl::ForwardCached), under
+  // NoGradGuard: tokens (b, t) int64 at positions pos .. pos+t-1 (REQUIRES:
+  // begin == 0) -> the logits of the last of them, (b, 1, V), when the stage
+  // holds the head (only that position reaches the head), else (b, t, C).
+  // `caches`: one per layer of the stage, sized on first use with
+  // `capacity` positions each (REQUIRES: pos + t <= capacity).
+  torch::Tensor ForwardCached(const torch::Tensor& tokens, int64_t pos, std::vector<KvCache>& caches, int64_t capacity);
   // ("block.3.attn.qkv.weight", tensor) for every parameter, layer order.
   std::vector<std::pair<std::string, torch::Tensor>> NamedParameters() const;
 

@@ -69,6 +69,13 @@ class LlamaHead : public GptLayerImpl {
     if (shared_.defined()) return torch::linear(norm->forward(x), shared_);
     return lm_head->forward(norm->forward(x));
   }
+  // x (b, t, C) -> logits (b, t, V), one row through a matrix-vector product.
+  torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override {
+    (void)pos;
+    (void)cache;
+    if (shared_.defined()) return forward(x);
+    return DecodeLinear(*lm_head, norm->forward(x));
+  }
   RmsNormLayer norm{nullptr};
   SplitLinear lm_head{nullptr};
 

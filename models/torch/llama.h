@@ -82,6 +82,10 @@ class LlamaBlock : public GptLayerImpl {
   LlamaBlock(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
   // x (b, T, C) -> (b, T, C)
   torch::Tensor forward(const torch::Tensor& x) override;
+  // The same for new positions pos .. pos+t-1 only, x (b, t, C), attending
+  // to the keys and values of `cache` (gpt.h KvCache, keys after RoPE)
+  // -> (b, t, C). models/torch/kv_cache.cc.
+  torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override;
 
   RmsNormLayer input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   SplitLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -101,6 +105,8 @@ class LlamaBlock : public GptLayerImpl {
   RopeScaling scaling_;
   torch::Dtype dtype_;
   torch::Tensor cos_, sin_, mask_;  // cached for the last T: (T, 1, D), (T, 1, D), (T, T) bool (true = masked)
+  // ForwardCached's RoPE table: positions 0 .. rows-1, (rows, 1, D) each.
+  torch::Tensor cached_cos_, cached_sin_;
 };
 
 // Builds layer `index` of a Llama-family model with deterministic initial
