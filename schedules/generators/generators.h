@@ -40,6 +40,15 @@ StatusOr<Program> GenerateDualPipeV(const ScheduleRequest& req);        // dualp
 StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stages, Placement placement,
                                    const std::vector<double>& memory_limits, const std::string& name);
 
+// For tests (tests/schedules/zb_test.cc): with `on` false, ZeroBubbleGreedy
+// runs every list-scheduler flag set to its end and simulates it, instead of
+// stopping a run whose steady step is sure to exceed the best so far (the
+// default, docs/ALGORITHMS.md §3, ZB-auto); the chosen program is the same either
+// way. Returns the previous setting. ZeroBubbleCutoffs() counts the runs the
+// cutoff has stopped since the process started.
+bool SetZeroBubbleCutoff(bool on);
+long long ZeroBubbleCutoffs();
+
 // The activation limit of each rank for a memory-adaptive generator: the
 // request's (RankMemoryLimit) if it sets one, else `fallback` (the family's
 // default) on every rank. Size P.

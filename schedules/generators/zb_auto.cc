@@ -65,6 +65,11 @@
 // program is the one the full grid picks (tests/schedules/
 // generation_digest_test.cc); Interleaved ZB at P = 32, v = 2, m = 256 runs
 // 24 of its 48 flag sets.
+// Once a best program exists, a run also times its passes as Simulate()
+// does and stops, unsimulated, as soon as one rank's last end so far plus
+// its passes left minus its first start exceeds the best steady step (more
+// than the comparison's tolerance): it cannot win (Greedy::Asap; the test
+// ZeroBubble.CutoffPicksWhatTheFullGridPicks).
 //
 // Inputs beyond the paper's code: per-stage F/I/W times (stages may differ),
 // per-stage message times (latency + send bytes / bandwidth, zero between
@@ -74,6 +79,7 @@
 // With unit costs this gives ZB-H1's makespan 3m + P - 1 (m >= P); with
 // 2P x activation and m >= 2P it gives ZB-H2's steady step 3m.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -89,6 +95,10 @@ namespace pw {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// SetZeroBubbleCutoff / ZeroBubbleCutoffs.
+std::atomic<bool> cutoff_on{true};
+std::atomic<long long> cutoffs{0};
 
 // The heuristic's switches (paper §3.1 and ZB-V's fill flags).
 struct GreedyFlags {
@@ -122,8 +132,11 @@ struct FlagEcho {
 // One greedy run. Times in seconds, memory in costs.memory units.
 class Greedy {
  public:
-  Greedy(const ScheduleRequest& req, int v, Placement placement, const std::vector<double>& limits, GreedyFlags flags)
-      : c_(req.costs), limits_(limits), flags_(flags) {
+  // `cutoff` (seconds): stop as soon as the run's steady step is sure to
+  // exceed it (CutOff); kInf never stops.
+  Greedy(const ScheduleRequest& req, int v, Placement placement, const std::vector<double>& limits, GreedyFlags flags,
+         double cutoff = kInf)
+      : c_(req.costs), limits_(limits), flags_(flags), cutoff_(cutoff) {
     prog_ = MakeEmptyProgram(req, v, placement);
     P_ = req.pp_size;
     m_ = req.num_microbatches;
@@ -147,6 +160,11 @@ class Greedy {
     open_.assign(P_, 0);
     f_end_.assign(static_cast<size_t>(S_) * m_, -1.0);
     i_end_.assign(static_cast<size_t>(S_) * m_, -1.0);
+    asap_f_.assign(static_cast<size_t>(S_) * m_, 0.0);
+    asap_i_.assign(static_cast<size_t>(S_) * m_, 0.0);
+    asap_free_.assign(P_, 0.0);
+    asap_first_.assign(P_, -1.0);
+    w_done_.assign(S_, 0);
     pending_w_.resize(P_);
     mem_.assign(P_, 0);
     reserve_.assign(P_, 0);
@@ -171,6 +189,11 @@ class Greedy {
   // complete once Run() has returned.
   const FlagEcho& echo() const { return echo_; }
 
+  // Whether Run() stopped because the program's steady step (Simulate's,
+  // docs/ALGORITHMS.md §3) was sure to exceed the cutoff. echo() then covers
+  // the decisions made until then.
+  bool cut_off() const { return cut_; }
+
   // Returns the compute-only program, or Infeasible if the ranks get stuck
   // under the memory limit.
   StatusOr<Program> Run() {
@@ -187,6 +210,7 @@ class Greedy {
       if (dec_[r] == kInf || waits > max_waits)
         return Status::Infeasible("ranks cannot progress under the memory limit");
       waits = Decide(r) ? 0 : waits + 1;
+      if (cut_) return Status::Infeasible("steady step over the cutoff");
     }
     return Status::Internal("zero-bubble greedy did not converge");
   }
@@ -410,6 +434,8 @@ class Greedy {
     }
     prog_.ranks[r].push_back(MakeAction(s, type, mb));
     --left_[r];
+    if (kind == kW) ++w_done_[s];
+    Asap(r, kind, s, mb);
     const double now = dec_[r];
     free_[r] = end;
     SetDec(r, end);
@@ -419,9 +445,45 @@ class Greedy {
         if (dec_[q] == kInf) SetDec(q, std::max(free_[q], now));
   }
 
+  // The pass just appended to rank r's list, timed as Simulate() times the
+  // compute-only program (each pass as soon as its rank is free and its
+  // input has arrived; no link contention). Passes are only appended, so
+  // these times are final. Then the cutoff test: rank r's steady step is at
+  // least its last end so far plus the seconds of the passes it has left
+  // minus its first start; once that exceeds the cutoff, so does the
+  // program's steady step (the max over ranks), and the run stops.
+  void Asap(int r, Kind kind, int s, int mb) {
+    const StageCost& sc = c_.stages[s];
+    double ready = asap_free_[r], end = 0;
+    if (kind == kF) {
+      if (s > 0) ready = std::max(ready, asap_f_[Key(s - 1, mb)] + Msg(s - 1, s, true));
+      end = asap_f_[Key(s, mb)] = ready + sc.f;
+    } else if (kind == kI) {
+      if (s + 1 < S_) ready = std::max(ready, asap_i_[Key(s + 1, mb)] + Msg(s + 1, s, false));
+      end = asap_i_[Key(s, mb)] = ready + sc.i;
+    } else {
+      end = ready + sc.w;
+    }
+    if (asap_first_[r] < 0) asap_first_[r] = ready;
+    asap_free_[r] = end;
+    if (cutoff_ == kInf) return;
+    double left = 0;
+    for (int q : stages_of_[r]) {
+      const StageCost& qc = c_.stages[q];
+      left += (m_ - next_f_[q]) * qc.f + (m_ - next_i_[q]) * qc.i + (m_ - w_done_[q]) * qc.w;
+    }
+    if (end + left - asap_first_[r] > cutoff_) cut_ = true;
+  }
+
   const StageCosts& c_;
   const std::vector<double>& limits_;  // [rank] -> activation limit
   const GreedyFlags flags_;
+  const double cutoff_;                  // seconds: stop once the steady step is sure to exceed it
+  bool cut_ = false;                     // stopped by the cutoff
+  std::vector<double> asap_f_, asap_i_;  // [stage * m + mb] -> Simulate's end time of the F / I
+  std::vector<double> asap_free_;        // [rank] -> Simulate's end of the rank's last pass
+  std::vector<double> asap_first_;       // [rank] -> Simulate's start of its first pass, < 0 none yet
+  std::vector<int> w_done_;              // [stage] -> W's placed
   Program prog_;
   int P_ = 0, m_ = 0, S_ = 0;
   double eps_ = 0;
@@ -537,10 +599,24 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
         // beats_best); then it runs like any other.
         const Ran* same = same_run(flags);
         if (same && !beats_best(same->outcome)) continue;
-        Greedy greedy(req, virtual_stages, placement, memory_limits, flags);
+        // A run whose steady step is sure to exceed `cutoff` cannot beat
+        // the best, now or later, so it stops there and is not simulated.
+        // beats_best needs o.steady <= best_steady + 1e-9 max(1, o.steady);
+        // a replacement through the makespan test may raise best_steady by
+        // that tolerance, at most 112 times (the runs of both grids and the
+        // rounds), so best_steady stays below its value now x (1 + 1.2e-7)
+        // + 1.2e-7, and 2e-6 (relative and absolute) leaves room for that
+        // and for rounding in the run's bound. Its echo covers the decisions
+        // made until then: a repeat makes the same ones and stops there
+        // too, so it counts as a run that does not fit (skipped like one).
+        const double cutoff = best && cutoff_on ? best_steady * (1.0 + 2e-6) + 2e-6 : kInf;
+        Greedy greedy(req, virtual_stages, placement, memory_limits, flags, cutoff);
         StatusOr<Program> prog = greedy.Run();
         Ran run{flags, greedy.echo(), {}};
-        PW_RETURN_IF_ERROR(consider(std::move(prog), &run.outcome));
+        if (greedy.cut_off())
+          ++cutoffs;
+        else
+          PW_RETURN_IF_ERROR(consider(std::move(prog), &run.outcome));
         ran.push_back(run);
       }
     }
@@ -570,6 +646,10 @@ StatusOr<Program> ZeroBubbleGreedy(const ScheduleRequest& req, int virtual_stage
   }
   return std::move(*best);
 }
+
+bool SetZeroBubbleCutoff(bool on) { return cutoff_on.exchange(on); }
+
+long long ZeroBubbleCutoffs() { return cutoffs.load(); }
 
 // The activation limit of each rank: the request's, else `fallback` (the
 // family's default) on every rank.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "schedules/generators/generators.h"
 #include "tests/testing/schedule_util.h"
 
 namespace pw::testing {
@@ -435,6 +436,56 @@ TEST(ZeroBubble, Deterministic) {
     ASSERT_TRUE(a.ok() && b.ok()) << name;
     for (int r = 0; r < 5; ++r) EXPECT_EQ(a->compute.ranks[r], b->compute.ranks[r]) << name << " rank " << r;
   }
+}
+
+// The greedy's cutoff (a flag run stops once its steady step is sure to
+// exceed the best so far) picks the program the exhaustive grid picks: for
+// every family built on ZeroBubbleGreedy, uneven stage costs and messages
+// (a deterministic pseudo-random spread), with and without a memory limit,
+// the compute programs are equal with the cutoff on and off, and the cutoff
+// stopped runs.
+TEST(ZeroBubble, CutoffPicksWhatTheFullGridPicks) {
+  unsigned seed = 12345;
+  auto next = [&seed]() {  // in [0.5, 1.5)
+    seed = seed * 1103515245u + 12345u;
+    return 0.5 + ((seed >> 8) & 0xffff) / 65536.0;
+  };
+  const long long before = ZeroBubbleCutoffs();
+  int compared = 0;
+  for (const char* name : {"zb-auto", "zb-v", "interleaved-zb"})
+    for (int P : {2, 4, 8})
+      for (int m : {4, 8, 16, 24})
+        for (int limited = 0; limited < 2; ++limited) {
+          const int v = std::string(name) == "zb-auto" ? 1 : 2;
+          if (std::string(name) == "interleaved-zb" && m % P != 0) continue;
+          StageCosts costs = UniformCosts(P * v);
+          for (int s = 0; s < P * v; ++s) {
+            costs.stages[s] = StageCost{next(), next(), next()};
+            costs.memory[s].activation = 2;
+            costs.memory[s].wstash = 1;
+            costs.memory[s].send_forward = costs.memory[s].send_backward = 1;
+          }
+          costs.comm.latency_s = 0.05 * next();
+          std::optional<double> limit;
+          if (limited) limit = 2.0 * (P * v + 1);
+          const std::string where = Where(name, P, m) + (limited ? " limited" : "");
+          SetZeroBubbleCutoff(false);
+          auto full = RunPipeline(name, P, m, v, costs, limit);
+          SetZeroBubbleCutoff(true);
+          auto cut = RunPipeline(name, P, m, v, costs, limit);
+          ASSERT_EQ(full.ok(), cut.ok()) << where;
+          if (!full.ok()) {
+            EXPECT_EQ(full.status().ToString(), cut.status().ToString()) << where;
+            continue;
+          }
+          for (int r = 0; r < P; ++r)
+            EXPECT_EQ(full->compute.ranks[r], cut->compute.ranks[r]) << where << " rank " << r;
+          ++compared;
+        }
+  EXPECT_GE(compared, 40);
+  EXPECT_GT(ZeroBubbleCutoffs(), before);  // the cutoff did stop runs
+  std::printf("zero-bubble cutoff: %d programs equal to the full grid's, %lld runs stopped\n", compared,
+              ZeroBubbleCutoffs() - before);
 }
 
 // Quick validity sweep: P <= 16 x m <= 64 (a spread), unit costs.
