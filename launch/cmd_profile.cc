@@ -46,6 +46,8 @@ struct ProfileCommandOptions {
   std::vector<int64_t> p2p_bytes{4096, 65536, 262144, 1048576, 4194304};
   int p2p_warmup = 5;
   int p2p_repetitions = 30;
+  // Tensor-parallel collectives over all the ranks (whole-tensor bytes).
+  std::vector<int64_t> collective_bytes{16384, 65536, 262144, 1048576};
 };
 
 // What can be known wrong before measuring anything (the same on every
@@ -103,8 +105,18 @@ Status RunProfile(const ProfileCommandOptions& c) {
       for (const CommSample& s : profile.comm_samples)
         std::printf("p2p       %9lld B  one-way %9.3f us  (%.3f GB/s)\n", static_cast<long long>(s.bytes),
                     1e6 * s.seconds, s.bytes / s.seconds / 1e9);
+    // The collectives a tensor-parallel group of all these ranks runs
+    // (plan --tp <ranks> --profile costs its TP collectives with them).
+    PW_ASSIGN_OR_RETURN(profile.collective_samples,
+                        exec::MeasureCollectives(*comm, c.collective_bytes, c.p2p_warmup, c.p2p_repetitions));
+    if (printer)
+      for (const CollectiveSample& s : profile.collective_samples)
+        std::printf("%-14s %d ranks %9lld B  %9.3f us\n", s.kind.c_str(), s.ranks, static_cast<long long>(s.bytes),
+                    1e6 * s.seconds);
   } else {
-    std::printf("p2p: not measured (a single process; launch with mpirun -np 2 to measure the link)\n");
+    std::printf(
+        "p2p and collectives: not measured (a single process; launch with mpirun -np 2 to measure the link and "
+        "the tensor-parallel collectives of 2 ranks)\n");
   }
   // The layers: every rank measures at once (as in a run), or rank 0 alone
   // with --solo while the others wait.
@@ -155,6 +167,9 @@ Status RunProfile(const ProfileCommandOptions& c) {
       if (profile.comm)
         std::printf("comm model: latency %.3f us, bandwidth %.3f GB/s\n", 1e6 * profile.comm->latency_s,
                     profile.comm->bandwidth_bytes_per_s / 1e9);
+      for (const CollectiveFit& f : profile.collective_fits)
+        std::printf("%s over %d ranks: latency %.3f us, bandwidth %.3f GB/s (whole tensor)\n", f.kind.c_str(), f.ranks,
+                    1e6 * f.model.latency_s, f.model.bandwidth_bytes_per_s / 1e9);
       PW_ASSIGN_OR_RETURN(nlohmann::json doc, ProfileToJson(profile));
       PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, doc.dump(1) + "\n"));
       std::printf("wrote %s (reference shape b=%lld s=%lld)\n", c.output.c_str(),
@@ -204,6 +219,11 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--p2p-repetitions", o->p2p_repetitions, "timed P2P round trips per size")->capture_default_str();
+  cmd->add_option("--collective-bytes", o->collective_bytes,
+                  "whole-tensor sizes of the tensor-parallel collectives measured over all the ranks (under mpirun: "
+                  "all-reduce, reduce-scatter, all-gather; multiples of 4 x ranks)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "profile file to write")->capture_default_str();
   cmd->callback([o, &ctx] {
     Status st = RunProfile(*o);

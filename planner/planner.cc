@@ -28,9 +28,9 @@ StatusOr<Objective> ParseObjective(const std::string& text) {
 bool SequenceParallelOn(const PlannerOptions& o) { return o.tp_size > 1 && o.sequence_parallel.value_or(true); }
 
 StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOptions& o, int64_t b, Recompute r) {
-  if (o.tp_size > 1 && (model.profile || model.table || !model.config))
+  if (o.tp_size > 1 && (model.table || (!model.config && !model.profile)))
     return Status::InvalidArgument("--tensor-model-parallel-size " + std::to_string(o.tp_size) +
-                                   " needs a HF --model-config: a layer-cost file or a measured profile holds the "
+                                   " needs a HF --model-config or a measured --profile: a layer-cost file holds the "
                                    "costs of whole layers on one device");
   if (model.profile) {
     if (r != Recompute::kNone)
@@ -41,6 +41,21 @@ StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOption
         LayerCostTable t,
         ProfileLayerCosts(*model.profile, model.config ? model.config->raw : model.profile->model, b, s));
     if (!t.comm && model.device) t.comm = model.device->Comm();
+    if (o.tp_size > 1) {
+      // Whole layers measured on one rank, scaled to a TP rank's share,
+      // plus the TP collectives the profile measured (cost_model.h).
+      PW_ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(t.model, "the profile's model"));
+      TrainingShape shape;
+      shape.micro_batch_size = b;
+      shape.seq_length = s;
+      shape.recompute = r;
+      shape.precision = o.precision;
+      shape.tp_size = o.tp_size;
+      shape.sequence_parallel = SequenceParallelOn(o);
+      std::optional<CommModel> link;
+      if (model.device) link = TensorParallelLink(*model.device, o.tp_size);
+      return TensorParallelProfileCosts(t, m, shape, model.profile->collective_fits, link);
+    }
     return t;
   }
   if (model.table) {
@@ -125,10 +140,15 @@ Status CheckTensorParallelRequest(const PlannerModel& model, const PlannerOption
     return Status::InvalidArgument("--tensor-model-parallel-size must be >= 1, got " + std::to_string(o.tp_size));
   const bool sp_asked = o.sequence_parallel.value_or(false);
   if (o.tp_size == 1 && !sp_asked) return Status::Ok();
-  if (o.tp_size > 1 && (model.profile || model.table || !model.config))
+  if (o.tp_size > 1 && (model.table || (!model.config && !model.profile)))
     return Status::InvalidArgument("--tensor-model-parallel-size " + std::to_string(o.tp_size) +
-                                   " needs a HF --model-config: a layer-cost file or a measured profile holds the "
+                                   " needs a HF --model-config or a measured --profile: a layer-cost file holds the "
                                    "costs of whole layers on one device");
+  if (model.profile && o.tp_size > 1 && !model.config) {
+    PW_ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(model.profile->model, "the profile's model"));
+    const int64_t s = o.seq_length > 0 ? o.seq_length : model.profile->seq_length;
+    PW_RETURN_IF_ERROR(CheckTensorParallel(m, o.tp_size, SequenceParallelOn(o) || sp_asked, s));
+  }
   if (model.config) {
     const int64_t s = o.seq_length > 0 ? o.seq_length : model.config->max_positions;
     PW_RETURN_IF_ERROR(CheckTensorParallel(*model.config, o.tp_size, SequenceParallelOn(o) || sp_asked, s));

@@ -48,7 +48,7 @@ struct MomentSlice {
 // its elements, or no step yet).
 using MomentSliceOf = std::function<std::optional<MomentSlice>(const torch::Tensor& param)>;
 
-// Tensor parallelism (plan tp_size t > 1; docs/CHECKPOINTS.md "Tensor
+// Tensor parallelism (plan tp_size t > 1; docs/DATA_PARALLEL.md "Tensor
 // parallelism"): checkpoints hold full tensors whatever t wrote them, cut by
 // models/spec/tensor_parallel.h's layout table (TensorParallelLayoutOf):
 // saving gathers each split parameter's (and its AdamW moments') t shards

@@ -78,4 +78,16 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& options, st
 StatusOr<std::vector<CommSample>> MeasureP2P(Communicator& comm, const std::vector<int64_t>& bytes, int warmup,
                                              int repetitions);
 
+// The collectives of a tensor-parallel group of comm.size() ranks (Megatron
+// TP's all-reduce; sequence parallelism's reduce-scatter and all-gather),
+// for each whole-tensor size in `bytes` (float32 elements, bytes / 4 of
+// them; reduce-scatter and all-gather move a 1/size() block per rank):
+// after `warmup` untimed rounds, `repetitions` rounds each started together
+// (a barrier) and timed on every rank from post to completion; the round's
+// time is the slowest rank's, the sample its median. Collective over `comm`.
+// Returns the samples on every rank. Errors: InvalidArgument if comm.size()
+// < 2 or a size is not a multiple of 4 * comm.size() bytes; comm errors.
+StatusOr<std::vector<CollectiveSample>> MeasureCollectives(Communicator& comm, const std::vector<int64_t>& bytes,
+                                                           int warmup, int repetitions);
+
 }  // namespace pw::exec

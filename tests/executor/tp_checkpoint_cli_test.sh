@@ -8,6 +8,8 @@
 #     shapes a T = 1 run writes) and `export` reads it; resumed for step 3
 #     under TP1 x PP2 and under TP2 x PP1: parameters and AdamW moments equal
 #     ref's (compare_checkpoints.py, worst relative difference <= 1e-10);
+#   the export, loaded with --init-from under TP2 x PP1 and TP1 x PP2 (one
+#     step at --lr 0): the same parameters, moments and loss;
 #   the reverse: TP1 x PP2 saves after 2 steps, TP2 x PP2 resumes;
 #   ZeRO-1 under TP (TP2 x PP1 x DP2, np 4): saves its moments joined into the
 #     layer files ("optimizer_shards": 1, no shard files), TP1 x PP2 resumes;
@@ -45,9 +47,9 @@ run() {  # run PLAN LOG ARGS...
     { cat "$log"; fail "run --plan $p $*"; }
 }
 worst=0
-check() {  # check LABEL DIR: DIR's state equals ref's within 1e-10
+check() {  # check LABEL DIR [REF]: DIR's state equals REF's (default ref) within 1e-10
   local out
-  out=$(python3 "$compare" ref "$2" 1e-10) || { echo "$out"; fail "$1: differs from the uninterrupted run"; }
+  out=$(python3 "$compare" "${3:-ref}" "$2" 1e-10) || { echo "$out"; fail "$1: differs from ${3:-the uninterrupted run}"; }
   echo "$1: $out"
   local w
   w=$(sed -n 's/^worst relative difference \([0-9.e+-]*\) .*/\1/p' <<< "$out")
@@ -75,6 +77,16 @@ print("full tensors: embedding.wte [300, 16], block.0.attn_qkv.weight [48, 16]")
 EOF
 "$pipewright" export --checkpoint ck -o hf > export.txt 2>&1 || { cat export.txt; fail "export of a TP checkpoint"; }
 grep -q '"model_type": "gpt2"' hf/config.json || fail "export config"
+# --init-from of that HF directory (GPT-2: Conv1D transposed, the fused c_attn
+# cut as q;k;v blocks, the vocab-parallel wte padded) under TP2 x PP1 and
+# under TP1 x PP2, one step at --lr 0: the same parameters and moments.
+run tp2pp1 hf_tp2.txt --steps 1 --lr 0 --init-from hf --save hf_tp2
+run tp1pp2 hf_tp1.txt --steps 1 --lr 0 --init-from hf --save hf_tp1
+check "--init-from HF: TP2 x PP1 vs TP1 x PP2" hf_tp2 hf_tp1
+l2=$(sed -n 's/^step 1\/1 | loss \([0-9.]*\) .*/\1/p' hf_tp2.txt)
+l1=$(sed -n 's/^step 1\/1 | loss \([0-9.]*\) .*/\1/p' hf_tp1.txt)
+[[ -n $l1 && $l1 == "$l2" ]] || fail "--init-from HF: first-step loss TP2 '$l2', TP1 '$l1'"
+echo "--init-from HF: first-step loss $l2 under TP2 and TP1"
 for p in tp1pp2 tp2pp1; do
   run "$p" "resume_$p.txt" --steps 3 --resume ck --save "resumed_$p"
   check "TP2 x PP2 -> $p" "resumed_$p"
