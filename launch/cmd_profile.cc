@@ -107,8 +107,12 @@ Status RunProfile(const ProfileCommandOptions& c) {
                     1e6 * s.seconds, s.bytes / s.seconds / 1e9);
     // The collectives a tensor-parallel group of all these ranks runs
     // (plan --tp <ranks> --profile costs its TP collectives with them).
+    // Waited on as the engine waits on its TP group's (engine.cc
+    // kTensorParallelSpinWaitS: polling without sleeping first).
+    comm->SetSpinWait(0.005);
     PW_ASSIGN_OR_RETURN(profile.collective_samples,
                         exec::MeasureCollectives(*comm, c.collective_bytes, c.p2p_warmup, c.p2p_repetitions));
+    comm->SetSpinWait(0);
     if (printer)
       for (const CollectiveSample& s : profile.collective_samples)
         std::printf("%-14s %d ranks %9lld B  %9.3f us\n", s.kind.c_str(), s.ranks, static_cast<long long>(s.bytes),
