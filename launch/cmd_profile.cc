@@ -48,6 +48,8 @@ struct ProfileCommandOptions {
   int p2p_repetitions = 30;
   // Tensor-parallel collectives over all the ranks (whole-tensor bytes).
   std::vector<int64_t> collective_bytes{16384, 65536, 262144, 1048576};
+  int tp = 1;                         // --tp: the ranks are one TP group, layers measured as TP shards
+  bool no_sequence_parallel = false;  // --no-sequence-parallel (with --tp > 1)
 };
 
 // What can be known wrong before measuring anything (the same on every
@@ -138,6 +140,11 @@ Status RunProfile(const ProfileCommandOptions& c) {
     lo.threads = c.threads;
     lo.double_precision = c.dtype == "fp64";
     lo.seed = c.seed;
+    lo.tp_size = c.tp;
+    lo.sequence_parallel = c.tp > 1 && !c.no_sequence_parallel;
+    if (c.tp > 1 && !together)
+      return Status::InvalidArgument("--tp " + std::to_string(c.tp) + ": needs mpirun -np " + std::to_string(c.tp) +
+                                     " and every rank measuring (not --solo)");
     if (together) lo.comm = comm;
     result = [&]() -> Status {
       StatusOr<exec::LayerMeasurements> measured = exec::MeasureLayers(lo, printer ? stdout : nullptr);
@@ -165,6 +172,8 @@ Status RunProfile(const ProfileCommandOptions& c) {
                        {"in_flight", c.in_flight},
                        {"ranks", env.world_size},
                        {"ranks_measuring_layers", together ? env.world_size : 1},
+                       {"tp_size", c.tp},
+                       {"sequence_parallel", lo.sequence_parallel},
                        {"statistic", "median"}};
       PW_RETURN_IF_ERROR(FitProfile(profile, m.static_bytes));
       std::printf("\nfits (least squares on relative residuals, Eigen):\n%s", FormatProfileFits(profile).c_str());
@@ -223,6 +232,12 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--p2p-repetitions", o->p2p_repetitions, "timed P2P round trips per size")->capture_default_str();
+  cmd->add_option("--tp,--tensor-model-parallel-size", o->tp,
+                  "under mpirun -np T: the T ranks are one tensor-parallel group and every layer is measured as a TP "
+                  "rank's shard, its collectives included (plan --tp T --profile then takes the costs as they are)")
+      ->capture_default_str();
+  cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel,
+                "with --tp > 1: measure without sequence parallelism");
   cmd->add_option("--collective-bytes", o->collective_bytes,
                   "whole-tensor sizes of the tensor-parallel collectives measured over all the ranks (under mpirun: "
                   "all-reduce, reduce-scatter, all-gather; multiples of 4 x ranks)")

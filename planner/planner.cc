@@ -41,6 +41,23 @@ StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOption
         LayerCostTable t,
         ProfileLayerCosts(*model.profile, model.config ? model.config->raw : model.profile->model, b, s));
     if (!t.comm && model.device) t.comm = model.device->Comm();
+    const int measured_tp = model.profile->setup.is_object() ? model.profile->setup.value("tp_size", 1) : 1;
+    const bool measured_sp =
+        model.profile->setup.is_object() ? model.profile->setup.value("sequence_parallel", false) : false;
+    if (measured_tp > 1) {
+      // Measured as TP shards (`profile --tp T`): per-rank costs with their
+      // collectives inside, for that T and sequence parallelism only.
+      if (measured_tp != o.tp_size || measured_sp != SequenceParallelOn(o))
+        return Status::InvalidArgument("--profile: measured with --tp " + std::to_string(measured_tp) +
+                                       (measured_sp ? " (sequence parallel)" : " (no sequence parallelism)") +
+                                       ", planned with --tp " + std::to_string(o.tp_size) +
+                                       (SequenceParallelOn(o) ? " (sequence parallel)" : " (no sequence parallelism)") +
+                                       ": plan the measured layout, or profile this one (or at --tp 1, scaled)");
+      if (measured_sp)
+        for (LayerCost& c : t.layers)
+          if (c.kind != "head") c.output_bytes /= o.tp_size;  // (b, s/t, h) sequence shards between stages
+      return t;
+    }
     if (o.tp_size > 1) {
       // Whole layers measured on one rank, scaled to a TP rank's share,
       // plus the TP collectives the profile measured (cost_model.h).

@@ -44,6 +44,13 @@ struct LayerProfileOptions {
   // 10-15 % slower with both cores busy than alone), so this is how a profile
   // sees the speed a rank has inside a run.
   Communicator* comm = nullptr;
+  // Tensor parallelism (`profile --tp T`): the comm's T ranks are one TP
+  // group and every layer is measured as a TP rank's shard (Megatron's
+  // layers, models/torch/tensor_parallel.h), its collectives over the group
+  // inside F / I / B, sequence parallel when `sequence_parallel`. Requires
+  // comm->size() == tp_size.
+  int tp_size = 1;
+  bool sequence_parallel = true;
 };
 
 struct LayerMeasurements {

@@ -81,6 +81,22 @@ python3 -c "import json,sys; c=json.load(open('$work/p2.json'))['collectives']; 
 "$pw" plan --profile "$work/p2.json" --tp 2 --pp 1 --num-microbatches 2 --micro-batch-size 2 --seq-length 16 \
   --schedule 1f1b --no-min-pp -o "$work/tp2.json" > "$work/tp2.txt" || fail "plan --tp 2 --profile: $(cat "$work/tp2.txt")"
 grep -q '"tp_size": 2' "$work/tp2.json" || fail "plan --tp 2 --profile: tp_size is not 2"
+# profile --tp 2: the layers measured as TP shards (collectives inside); the
+# plan takes them as they are, for that layout only.
+"$mpirun" --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+  "$pw" profile --tp 2 --model-config "$work/model.json" --micro-batch-sizes 1,2 --seq-lengths 8,16 --warmup 1 \
+  --repetitions 2 --p2p-bytes 1024,65536 --p2p-repetitions 3 -o "$work/ptp.json" > "$work/ptp.txt" \
+  || fail "mpirun profile --tp 2: $(tail -5 "$work/ptp.txt")"
+python3 -c "import json,sys; s=json.load(open('$work/ptp.json'))['setup']; sys.exit(0 if s['tp_size']==2 and s['sequence_parallel'] else 1)" \
+  || fail "profile --tp 2: setup lacks tp_size 2 / sequence_parallel"
+"$pw" plan --profile "$work/ptp.json" --tp 2 --pp 1 --num-microbatches 2 --micro-batch-size 2 --seq-length 16 \
+  --schedule 1f1b --no-min-pp -o "$work/tp2m.json" > "$work/tp2m.txt" || fail "plan --tp 2 from a TP profile: $(cat "$work/tp2m.txt")"
+set +e
+"$pw" plan --profile "$work/ptp.json" --tp 1 --pp 1 --num-microbatches 2 --micro-batch-size 2 --seq-length 16 \
+  --schedule 1f1b --no-min-pp -o "$work/bad.json" > "$work/tp1m.txt" 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q 'measured with --tp 2' "$work/tp1m.txt" || fail "a --tp 2 profile planned at --tp 1: exit $rc, $(cat "$work/tp1m.txt")"
 # --solo: rank 0 alone.
 "$mpirun" --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
   "$pw" profile --model-config "$work/model.json" --micro-batch-sizes 1,2 --seq-lengths 8,16 --warmup 1 \
