@@ -85,6 +85,11 @@ Status RunProfile(const ProfileCommandOptions& c) {
         "fp64 (LibTorch's float32, float64)");
   PW_ASSIGN_OR_RETURN(exec::LaunchEnv env, exec::ReadLaunchEnv());
   PW_RETURN_IF_ERROR(CheckProfileRequest(c, env.world_size > 1));
+  if (c.tp < 1 || (c.tp > 1 && (env.world_size != c.tp || c.solo)))
+    return Status::InvalidArgument("--tp " + std::to_string(c.tp) + ": the ranks are one tensor-parallel group; run " +
+                                   (c.tp < 1 ? std::string("with --tp >= 1")
+                                             : "under mpirun -np " + std::to_string(c.tp) + " without --solo (" +
+                                                   std::to_string(env.world_size) + " rank(s) now)"));
   // Every rank reads the model first, so a bad --model-config stops all of
   // them here instead of leaving ranks > 0 waiting for rank 0.
   PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
@@ -142,9 +147,6 @@ Status RunProfile(const ProfileCommandOptions& c) {
     lo.seed = c.seed;
     lo.tp_size = c.tp;
     lo.sequence_parallel = c.tp > 1 && !c.no_sequence_parallel;
-    if (c.tp > 1 && !together)
-      return Status::InvalidArgument("--tp " + std::to_string(c.tp) + ": needs mpirun -np " + std::to_string(c.tp) +
-                                     " and every rank measuring (not --solo)");
     if (together) lo.comm = comm;
     result = [&]() -> Status {
       StatusOr<exec::LayerMeasurements> measured = exec::MeasureLayers(lo, printer ? stdout : nullptr);
