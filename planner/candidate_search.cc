@@ -32,8 +32,45 @@ int64_t SumStaticOfRank(const LayerCostTable& t, const Boundaries& b, const std:
 
 }  // namespace
 
-CandidateSearch::CandidateSearch(const PlannerModel& model, const PlannerOptions& options, int64_t limit)
-    : model_(model), opt_(options), limit_(limit) {
+const UnitOrders::Order& UnitOrders::Full(const ScheduleInfo& family, int P, int v, int m) {
+  auto key = std::make_tuple(family.name, P, v, m);
+  auto cached = full_.find(key);
+  if (cached != full_.end()) return cached->second;
+  ScheduleRequest unit;
+  unit.schedule = family.name;
+  unit.pp_size = P;
+  unit.num_microbatches = m;
+  unit.virtual_stages = v;
+  auto prog = GenerateSchedule(unit);
+  Order o{prog.ok() ? Status::Ok() : prog.status(), {}, nullptr};
+  if (prog.ok()) {
+    o.profile = std::make_shared<const MemoryProfile>(*prog);
+    o.stage_to_rank = prog->stage_to_rank;
+  }
+  return full_.emplace(key, std::move(o)).first->second;
+}
+
+const UnitOrders::Order& UnitOrders::Least(const ScheduleInfo& family, int P, int v) {
+  auto key = std::make_tuple(family.name, P, v);
+  auto cached = least_.find(key);
+  if (cached != least_.end()) return cached->second;
+  ScheduleRequest unit;
+  unit.schedule = family.name;
+  unit.pp_size = P;
+  unit.num_microbatches = 1;
+  unit.virtual_stages = v;
+  auto one = OneMicrobatchOrder(unit);
+  Order o{one.ok() ? Status::Ok() : one.status(), {}, nullptr};
+  if (one.ok()) {
+    o.profile = std::make_shared<const MemoryProfile>(*one);
+    o.stage_to_rank = one->stage_to_rank;
+  }
+  return least_.emplace(key, std::move(o)).first->second;
+}
+
+CandidateSearch::CandidateSearch(const PlannerModel& model, const PlannerOptions& options, int64_t limit,
+                                 UnitOrders* orders)
+    : model_(model), opt_(options), limit_(limit), orders_(orders ? orders : &own_orders_) {
   dp_.dp_size = options.dp_size;
   dp_.distributed_optimizer = options.distributed_optimizer;
   dp_.precision = options.precision;
@@ -74,23 +111,14 @@ const CandidateSearch::UnitProgram& CandidateSearch::Unit(const ScheduleInfo& fa
   auto key = std::make_tuple(family.name, v, m);
   auto cached = units_.find(key);
   if (cached != units_.end()) return cached->second;
-  ScheduleRequest unit;
-  unit.schedule = family.name;
-  unit.pp_size = opt_.pp_size;
-  unit.num_microbatches = m;
-  unit.virtual_stages = v;
-  auto prog = GenerateSchedule(unit);
-  UnitProgram u{prog.ok() ? Status::Ok() : prog.status(), {}, nullptr, nullptr};
-  if (prog.ok()) {
-    u.profile = std::make_shared<const MemoryProfile>(*prog);
-    u.stage_to_rank = prog->stage_to_rank;
-    if (family.memory_adaptive) {
-      const UnitProgram& one = Least(family, v);
-      if (one.status.ok())
-        u.least = one.profile;
-      else
-        u.status = one.status;
-    }
+  const UnitOrders::Order& full = orders_->Full(family, opt_.pp_size, v, m);
+  UnitProgram u{full.status, full.stage_to_rank, full.profile, nullptr};
+  if (full.status.ok() && family.memory_adaptive) {
+    const UnitProgram& one = Least(family, v);
+    if (one.status.ok())
+      u.least = one.profile;
+    else
+      u.status = one.status;
   }
   return units_.emplace(key, std::move(u)).first->second;
 }
@@ -99,17 +127,8 @@ const CandidateSearch::UnitProgram& CandidateSearch::Least(const ScheduleInfo& f
   auto key = std::make_pair(family.name, v);
   auto cached = least_.find(key);
   if (cached != least_.end()) return cached->second;
-  ScheduleRequest unit;
-  unit.schedule = family.name;
-  unit.pp_size = opt_.pp_size;
-  unit.num_microbatches = 1;
-  unit.virtual_stages = v;
-  auto one = OneMicrobatchOrder(unit);
-  UnitProgram u{one.ok() ? Status::Ok() : one.status(), {}, nullptr, nullptr};
-  if (one.ok()) {
-    u.profile = std::make_shared<const MemoryProfile>(*one);
-    u.stage_to_rank = one->stage_to_rank;
-  }
+  const UnitOrders::Order& one = orders_->Least(family, opt_.pp_size, v);
+  UnitProgram u{one.status, one.stage_to_rank, one.profile, nullptr};
   return least_.emplace(key, std::move(u)).first->second;
 }
 

@@ -2,7 +2,9 @@
 // recompute): its costs, its layer split under the memory limit, and its
 // simulated step through the schedules core (schedules/pipeline.h). Shared
 // state across candidates: cost tables per (micro-batch size, recompute) and
-// the unit-cost memory walks per (family, v, m). Used by planner.cc's search.
+// the unit-cost memory walks per (family, v, m), from a UnitOrders that
+// SearchDeviceSplits shares across splits. Used by planner.cc and
+// device_splits.cc.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +25,40 @@ namespace pw {
 
 inline constexpr int64_t kUnlimitedBytes = std::numeric_limits<int64_t>::max();
 
+// The unit-cost orders of the schedule families and their memory walks,
+// shared by the searches of one planner run. GenerateSchedule of a request
+// with empty costs (unit costs) and no memory limit depends on nothing but
+// (family, P, v, m), and OneMicrobatchOrder on (family, P, v), so one order
+// serves every split (T, D, ZeRO-1), micro-batch size and recompute with
+// the same P and m: SearchDeviceSplits shares one UnitOrders across its
+// splits. Not thread-safe.
+class UnitOrders {
+ public:
+  // One generated order: `status` is the generator's (the rest is empty when
+  // it failed); `profile` its memory walk, `stage_to_rank` its placement.
+  struct Order {
+    Status status;
+    std::vector<int> stage_to_rank;
+    std::shared_ptr<const MemoryProfile> profile;
+  };
+  // The family's order for m microbatches on P ranks with v stages each
+  // (GenerateSchedule with unit costs, no limit), generated once.
+  const Order& Full(const ScheduleInfo& family, int P, int v, int m);
+  // Its one-microbatch order (OneMicrobatchOrder), generated once.
+  const Order& Least(const ScheduleInfo& family, int P, int v);
+
+ private:
+  std::map<std::tuple<std::string, int, int, int>, Order> full_;  // (family, P, v, m)
+  std::map<std::tuple<std::string, int, int>, Order> least_;      // (family, P, v)
+};
+
 class CandidateSearch {
  public:
-  // `limit`: per-rank bytes (kUnlimitedBytes = none). `model` and `options`
-  // must outlive the search.
-  CandidateSearch(const PlannerModel& model, const PlannerOptions& options, int64_t limit);
+  // `limit`: per-rank bytes (kUnlimitedBytes = none). `orders`: the unit
+  // orders to use and add to (shared with other searches), or nullptr for
+  // the search's own. `model`, `options` and `orders` must outlive the search.
+  CandidateSearch(const PlannerModel& model, const PlannerOptions& options, int64_t limit,
+                  UnitOrders* orders = nullptr);
 
   int64_t limit() const { return limit_; }
 
@@ -135,6 +166,21 @@ class CandidateSearch {
   double best_step_ = std::numeric_limits<double>::infinity();
   std::map<std::tuple<std::string, int, int>, UnitProgram> units_;  // (family, v, m)
   std::map<std::pair<std::string, int>, UnitProgram> least_;        // (family, v): one microbatch
+  UnitOrders own_orders_;                                           // used when none is shared
+  UnitOrders* orders_ = nullptr;                                    // the shared ones, or &own_orders_
 };
+
+// The tensor-parallel flags of `options` against the model and the device,
+// before any costing: InvalidArgument naming the flag (T < 1, T not dividing
+// heads / kv heads / ffn, T > gpus_per_node on a GPU, T > 1 without a HF
+// config); notes (appended to `notes`) for allowed oddities (T above
+// gpus_per_node on a CPU device). Planner-internal (planner.cc).
+Status CheckTensorParallelRequest(const PlannerModel& model, const PlannerOptions& options,
+                                  std::vector<std::string>* notes);
+
+// EvaluateCandidates (planner.h) with the unit orders `orders` shared with
+// other searches: the same result, with each unit order generated once for
+// all of them.
+StatusOr<SearchResult> EvaluateCandidates(const PlannerModel& model, const PlannerOptions& options, UnitOrders& orders);
 
 }  // namespace pw

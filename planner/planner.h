@@ -273,7 +273,8 @@ struct DeviceSplitSearch {
 // a full search would choose). InvalidArgument when --tp does not divide N.
 // Errors: InvalidArgument for num_devices < 1 and for flag errors that hold
 // for every split; Infeasible when no split fits (every split's reason in
-// the message).
+// the message). The splits share their unit-cost schedule orders (UnitOrders,
+// candidate_search.h). Defined in device_splits.cc.
 StatusOr<DeviceSplitSearch> SearchDeviceSplits(const PlannerModel& model, const PlannerOptions& options,
                                                int num_devices);
 

@@ -56,7 +56,9 @@ class Engine {
   // `hooks` (optional): span recording, the wait board, fault injection.
   StatusOr<StepReport> Step(const TokenBatch& batch, bool apply_optimizer = true, const StepHooks* hooks = nullptr);
 
-  // This rank's parameters / gradients (undefined gradients as zeros).
+  // This rank's parameters / gradients (undefined gradients as zeros); with
+  // tp_size > 1 its tensor-parallel shards (vocab-parallel ones with their
+  // zero padding rows; GatheredParameters for whole tensors).
   std::vector<NamedValues> Parameters() const;
   std::vector<NamedValues> Gradients() const;
   std::vector<StashReport> Stash() const;

@@ -157,6 +157,10 @@ class Greedy {
       left_[r] = 3 * m_ * static_cast<int>(stages_of_[r].size());
       prog_.ranks[r].reserve(left_[r]);
     }
+    leaves_ = 1;
+    while (leaves_ < P_) leaves_ *= 2;
+    tree_.assign(2 * leaves_, -1);
+    for (int r = 0; r < P_; ++r) Touch(r);
     // A tiny positive duration, so that waiting always moves the clock.
     double max_cost = 0;
     for (const StageCost& sc : c_.stages) max_cost = std::max({max_cost, sc.f, sc.i, sc.w});
@@ -178,10 +182,8 @@ class Greedy {
     const long long max_waits = 64LL * P_ + 1000;
     long long waits = 0;
     for (long long step = 0; step < max_steps; ++step) {
-      int r = -1;
-      for (int q = 0; q < P_; ++q)
-        if (left_[q] > 0 && (r < 0 || dec_[q] < dec_[r])) r = q;
-      if (r < 0) return std::move(prog_);
+      const int r = tree_[1];  // the rank to decide next (Earlier)
+      if (r < 0 || left_[r] <= 0) return std::move(prog_);
       if (dec_[r] == kInf || waits > max_waits)
         return Status::Infeasible("ranks cannot progress under the memory limit");
       waits = Decide(r) ? 0 : waits + 1;
@@ -223,29 +225,38 @@ class Greedy {
   // Next F and I of every stage of rank r, later stages first, into `out`
   // (cleared; a buffer kept across steps, so the hot loop does not allocate).
   void Candidates(int r, std::vector<Candidate>& out) const {
+    // Each entry is written field by field in place: a Candidate built on
+    // the stack and copied in is read back before its stores have retired
+    // (a store-forwarding stall that cost a third of the greedy's time).
     out.clear();
     const auto& st = stages_of_[r];
     for (int j = static_cast<int>(st.size()) - 1; j >= 0; --j) {
       int s = st[j];
       int mb = next_i_[s];
       if (mb < m_ && f_end_[Key(s, mb)] >= 0) {
-        Candidate c{kI, s, mb, f_end_[Key(s, mb)], f_end_[Key(s, mb)]};
+        Candidate& c = out.emplace_back();
+        c.kind = kI;
+        c.stage = s;
+        c.mb = mb;
+        c.ready = c.lower = f_end_[Key(s, mb)];
         if (s + 1 < S_) {
           double ready, lower;
           Arrival(r, s + 1, i_end_[Key(s + 1, mb)], c_.stages[s + 1].i, s, false, &ready, &lower);
           c.ready = std::max(c.ready, ready);
           c.lower = std::max(c.lower, lower);
         }
-        out.push_back(c);
       }
     }
     for (int j = static_cast<int>(st.size()) - 1; j >= 0; --j) {
       int s = st[j];
       int mb = next_f_[s];
       if (mb >= m_) continue;
-      Candidate c{kF, s, mb, 0.0, 0.0};
+      Candidate& c = out.emplace_back();
+      c.kind = kF;
+      c.stage = s;
+      c.mb = mb;
+      c.ready = c.lower = 0.0;
       if (s > 0) Arrival(r, s - 1, f_end_[Key(s - 1, mb)], c_.stages[s - 1].f, s, true, &c.ready, &c.lower);
-      out.push_back(c);
     }
   }
 
@@ -342,8 +353,32 @@ class Greedy {
     }
     // Wait. If nothing can arrive (next_event == inf) the rank is blocked
     // until another rank schedules a pass.
-    dec_[r] = next_event > t ? next_event : t + eps_;
+    SetDec(r, next_event > t ? next_event : t + eps_);
     return false;
+  }
+
+  // Whether rank a decides before rank b: ranks with passes left first, then
+  // the earlier decision clock, then the lower rank (-1: none).
+  bool Earlier(int a, int b) const {
+    if (a < 0 || left_[a] <= 0) return false;
+    if (b < 0 || left_[b] <= 0) return true;
+    return dec_[a] < dec_[b] || (dec_[a] == dec_[b] && a < b);
+  }
+  // Re-ranks rank q in the tournament tree after its clock or passes left
+  // changed (O(log P)); tree_[1] is the rank Run() decides next.
+  void Touch(int q) {
+    int node = leaves_ + q;
+    tree_[node] = q;
+    for (node /= 2; node >= 1; node /= 2) {
+      const int a = tree_[2 * node], b = tree_[2 * node + 1];
+      tree_[node] = Earlier(b, a) ? b : a;
+    }
+  }
+  // Sets rank q's decision clock, counting the blocked ranks (clock kInf).
+  void SetDec(int q, double t) {
+    blocked_ += (t == kInf) - (dec_[q] == kInf);
+    dec_[q] = t;
+    Touch(q);
   }
 
   void Schedule(int r, Kind kind, int s, int mb, double start) {
@@ -377,10 +412,11 @@ class Greedy {
     --left_[r];
     const double now = dec_[r];
     free_[r] = end;
-    dec_[r] = end;
+    SetDec(r, end);
     // Ranks that were blocked re-decide from now on.
-    for (int q = 0; q < P_; ++q)
-      if (dec_[q] == kInf) dec_[q] = std::max(free_[q], now);
+    if (blocked_ > 0)
+      for (int q = 0; q < P_; ++q)
+        if (dec_[q] == kInf) SetDec(q, std::max(free_[q], now));
   }
 
   const StageCosts& c_;
@@ -401,6 +437,9 @@ class Greedy {
   std::vector<int64_t> mem_, reserve_;                      // [rank] -> bytes in use, bytes kept for later forwards
   std::vector<double> free_, dec_;                          // [rank] -> end of last pass, decision clock
   std::vector<int> left_;                                   // [rank] -> passes still to place
+  int leaves_ = 1;                                          // tournament tree: leaves (a power of 2 >= P)
+  std::vector<int> tree_;                                   // [node] -> the earliest rank below it (Earlier), -1 none
+  int blocked_ = 0;                                         // ranks whose decision clock is kInf
   std::vector<Candidate> cands_;                            // Decide's buffer: the deciding rank's next F's and I's
   FlagEcho echo_;                                           // single-flag changes that have not mattered so far
 };

@@ -68,6 +68,41 @@ TEST(Preflight, RefusesRecomputeAndHalfPrecisionPlans) {
   EXPECT_NE(st.status().message().find("--dtype fp32"), std::string::npos);
 }
 
+// Tensor parallelism: the world must be T x P x D, T must divide the heads
+// (and, with sequence parallelism, the sequence length), and SP needs T > 1;
+// each refused naming the field and what to do, before any compute.
+TEST(Preflight, TensorParallelGridAndSizes) {
+  PlanSpec spec;
+  spec.schedule = "1f1b";
+  spec.pp_size = 2;
+  spec.num_microbatches = 4;
+  spec.model = {{"n_layer", 4}, {"n_embd", 16}, {"n_head", 4}, {"n_positions", 16}};
+  spec.tp_size = 2;
+  spec.sequence_parallel = true;
+  StatusOr<Plan> made = BuildPlan(spec);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Plan plan = *made;
+  ASSERT_TRUE(PreflightCheck(plan, 4).ok());
+  StatusOr<CheckedPlan> st = PreflightCheck(plan, 2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(
+      st.status().message().find("plan is for tp 2 x pp 2 x dp 1 = 4 ranks but 2 were started; run with mpirun -np 4"),
+      std::string::npos)
+      << st.status().ToString();
+  plan.tp_size = 3;  // 4 heads
+  st = PreflightCheck(plan, 6);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("--tensor-model-parallel-size 3 does not divide the model's 4 attention heads"),
+            std::string::npos)
+      << st.status().ToString();
+  EXPECT_NE(st.status().message().find("'tp_size'"), std::string::npos) << st.status().ToString();
+  plan.tp_size = 1;
+  st = PreflightCheck(plan, 2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("'sequence_parallel' is true with tp_size 1"), std::string::npos)
+      << st.status().ToString();
+}
+
 TEST(MeasuredTrace, EveryActionOnceAndFlowsPair) {
   for (const char* schedule : {"1f1b", "zb-h1", "interleaved-1f1b", "zb-v"}) {
     Plan plan = SmallPlan(schedule, 2, 4);

@@ -15,6 +15,7 @@
 #include "models/spec/footprint.h"
 #include "models/spec/model_config.h"
 #include "plan/plan.h"
+#include "planner/candidate_search.h"
 #include "planner/cost_model.h"
 #include "planner/data_parallel.h"
 #include "planner/explain.h"
@@ -289,6 +290,53 @@ TEST(TensorParallelPlanner, BranchAndBoundMatchesExhaustiveSearch) {
   }
   std::printf("worst relative difference of the chosen step: %.3g\n", worst);
   EXPECT_LT(worst, 1e-9);
+}
+
+// One UnitOrders shared by the searches of several splits (as
+// SearchDeviceSplits shares it) gives each split the candidate table its own
+// orders give: an order cached for one (T, D, ZeRO-1) is the order another
+// split with the same family, P, v and m would generate.
+TEST(TensorParallelPlanner, SharedUnitOrdersGiveTheSameCandidates) {
+  PlannerModel m = Model("gpt2-medium", "A100-40GB");
+  PlannerOptions o;
+  o.global_batch_size = 64;
+  o.seq_length = 1024;
+  o.max_virtual_stages = 2;
+  o.find_min_pp = false;
+  UnitOrders shared;
+  int compared = 0, simulated = 0;
+  for (int p : {2, 4}) {
+    for (int t : {1, 2}) {
+      for (bool zero : {false, true}) {
+        PlannerOptions e = o;
+        e.tp_size = t;
+        e.pp_size = p;
+        e.dp_size = 16 / t / p;
+        e.distributed_optimizer = zero;
+        auto with_shared = EvaluateCandidates(m, e, shared);
+        auto alone = EvaluateCandidates(m, e);
+        ASSERT_EQ(with_shared.ok(), alone.ok());
+        if (!alone.ok()) continue;
+        ASSERT_EQ(with_shared->candidates.size(), alone->candidates.size());
+        EXPECT_EQ(with_shared->chosen, alone->chosen);
+        for (size_t k = 0; k < alone->candidates.size(); ++k) {
+          const Candidate &a = with_shared->candidates[k], &b = alone->candidates[k];
+          EXPECT_EQ(a.schedule, b.schedule);
+          EXPECT_EQ(a.virtual_stages, b.virtual_stages);
+          EXPECT_EQ(a.batch.num_microbatches, b.batch.num_microbatches);
+          EXPECT_EQ(a.recompute, b.recompute);
+          EXPECT_EQ(a.reason, b.reason);
+          EXPECT_EQ(a.boundaries, b.boundaries);
+          EXPECT_EQ(a.step_s, b.step_s);
+          EXPECT_EQ(a.max_peak_bytes, b.max_peak_bytes);
+          ++compared;
+          simulated += b.simulated;
+        }
+      }
+    }
+  }
+  std::printf("%d candidates compared, %d simulated\n", compared, simulated);
+  EXPECT_GT(simulated, 0);
 }
 
 }  // namespace
