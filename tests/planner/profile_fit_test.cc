@@ -209,8 +209,9 @@ TEST(FitProfile, TensorParallelCollectivesCostThePlan) {
                     TensorParallelSeconds(ft.tp_comm_i, 2, CommModel{}, back->collective_fits),
                 1e-12)
         << specs[l].name;
-    if (specs[l].name.rfind("block.", 0) == 0)
+    if (specs[l].name.rfind("block.", 0) == 0) {
       EXPECT_LT(tp->layers[l].static_bytes, whole->layers[l].static_bytes) << specs[l].name << ": weights split";
+    }
   }
   // Without a fit at T ranks and without a link: refused, naming the fix.
   auto refused = TensorParallelProfileCosts(
