@@ -476,8 +476,9 @@ Status TrainSteps(RunContext& run) {
     }
   }
   if (summary.checkpoints_written > 0) summary.mean_checkpoint_s = sum_ckpt / summary.checkpoints_written;
-  if (!options.trace_path.empty() && run.engine.dp_rank() == 0) {
-    // Replica 0's ranks (the pipeline the plan's streams describe).
+  if (!options.trace_path.empty() && run.engine.dp_rank() == 0 && run.engine.tp_rank() == 0) {
+    // Replica 0's ranks (the pipeline the plan's streams describe); with
+    // tensor parallelism those of TP rank 0 (its peers run the same lists).
     if (trace_step < summary.first_step || trace_step >= options.steps)
       traced.clear();  // WriteMeasuredTrace reports it
     PW_RETURN_IF_ERROR(WriteMeasuredTrace(run.plan, traced, run.engine.pipeline_comm(), options.trace_path,

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # End to end with tensor parallelism: `pipewright plan --tp 2` (TP2 x PP2,
 # sequence parallel on by default), then `mpirun -np 4 pipewright run` trains
-# 3 steps; refusals before any compute: the wrong -np (naming the grid and
-# the -np to use), the TCP communicator (torchrun's) with T > 1 (naming it
-# and --comm mpi; the loopback one is refused the same way, executor_test); --save with T > 1 writes a
-# checkpoint of full tensors (tp_checkpoint_cli_test.sh resumes them).
+# 3 steps and writes a measured trace `show` reads. Refusals before any
+# compute: the wrong -np (naming the grid and the -np to use), the TCP
+# communicator (torchrun's) with T > 1 (naming it and --comm mpi; loopback is
+# refused the same way, executor_test). --save with T > 1 writes a checkpoint
+# of full tensors (tp_checkpoint_cli_test.sh resumes them under other layouts).
 # Usage: tp_cli_test.sh <pipewright> <mpirun>
 set -euo pipefail
 pipewright=$1 mpirun=$2
@@ -18,7 +19,11 @@ for i in $(seq 1 200); do echo "The quick brown fox jumps over the lazy dog $i."
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["tp_size"]==2 and p["sequence_parallel"], (p["tp_size"], p.get("sequence_parallel"))' "$work/plan.json"
 mpi=("$mpirun" --allow-run-as-root --oversubscribe)
 OMP_NUM_THREADS=1 "${mpi[@]}" -np 4 "$pipewright" run --plan "$work/plan.json" --data "$work/text.txt" --steps 3 \
-  | tee "$work/out.txt"
+  --trace "$work/trace.json" | tee "$work/out.txt"
+# The measured trace: one writer (TP rank 0 of replica 0's pipeline), which
+# `show` reads against the plan.
+"$pipewright" show "$work/trace.json" --plan "$work/plan.json" > "$work/show.txt" \
+  || { cat "$work/show.txt"; echo "FAIL: show of the TP run's trace"; exit 1; }
 grep -q "^tensor parallel: TP2 x PP2 x DP1 (4 ranks), sequence parallel" "$work/out.txt"
 grep -q "^step 3/3 | loss" "$work/out.txt"
 python3 - "$work/out.txt" <<'PY'
