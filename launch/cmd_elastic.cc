@@ -167,9 +167,10 @@ StatusOr<ElasticOptions> ParseElastic(const std::vector<std::string>& before, co
     return Status::InvalidArgument(std::string("elastic: ") + e.what());
   }
   o.plan_args = app.remaining();
-  // Tensor-parallel runs do not write checkpoints yet (run refuses
-  // --checkpoint-dir with T > 1), and elastic resumes from them:
-  // --num-devices would otherwise search T > 1 on GPUs and choose such a plan.
+  // T = 1 unless asked: TP checkpoints resume under any layout
+  // (docs/DATA_PARALLEL.md), but elastic's re-planning after a lost rank is
+  // made and tested for P x D only; --num-devices would otherwise search
+  // T > 1 on GPUs.
   if (!HasFlag(o.plan_args, "--tensor-model-parallel-size") && !HasFlag(o.plan_args, "--tp"))
     o.plan_args.insert(o.plan_args.end(), {"--tensor-model-parallel-size", "1"});
   o.run_args = after;

@@ -46,6 +46,10 @@ struct ProfileCommandOptions {
   std::vector<int64_t> p2p_bytes{4096, 65536, 262144, 1048576, 4194304};
   int p2p_warmup = 5;
   int p2p_repetitions = 30;
+  // Tensor-parallel collectives over all the ranks (whole-tensor bytes).
+  std::vector<int64_t> collective_bytes{16384, 65536, 262144, 1048576};
+  int tp = 1;                         // --tp: the ranks are one TP group, layers measured as TP shards
+  bool no_sequence_parallel = false;  // --no-sequence-parallel (with --tp > 1)
 };
 
 // What can be known wrong before measuring anything (the same on every
@@ -81,6 +85,11 @@ Status RunProfile(const ProfileCommandOptions& c) {
         "fp64 (LibTorch's float32, float64)");
   PW_ASSIGN_OR_RETURN(exec::LaunchEnv env, exec::ReadLaunchEnv());
   PW_RETURN_IF_ERROR(CheckProfileRequest(c, env.world_size > 1));
+  if (c.tp < 1 || (c.tp > 1 && (env.world_size != c.tp || c.solo)))
+    return Status::InvalidArgument("--tp " + std::to_string(c.tp) + ": the ranks are one tensor-parallel group; run " +
+                                   (c.tp < 1 ? std::string("with --tp >= 1")
+                                             : "under mpirun -np " + std::to_string(c.tp) + " without --solo (" +
+                                                   std::to_string(env.world_size) + " rank(s) now)"));
   // Every rank reads the model first, so a bad --model-config stops all of
   // them here instead of leaving ranks > 0 waiting for rank 0.
   PW_ASSIGN_OR_RETURN(std::string path, ResolveShippedFile(c.model_config, "configs", "--model-config"));
@@ -103,8 +112,22 @@ Status RunProfile(const ProfileCommandOptions& c) {
       for (const CommSample& s : profile.comm_samples)
         std::printf("p2p       %9lld B  one-way %9.3f us  (%.3f GB/s)\n", static_cast<long long>(s.bytes),
                     1e6 * s.seconds, s.bytes / s.seconds / 1e9);
+    // The collectives a tensor-parallel group of all these ranks runs
+    // (plan --tp <ranks> --profile costs its TP collectives with them).
+    // Waited on as the engine waits on its TP group's (engine.cc
+    // kTensorParallelSpinWaitS: polling without sleeping first).
+    comm->SetSpinWait(0.005);
+    PW_ASSIGN_OR_RETURN(profile.collective_samples,
+                        exec::MeasureCollectives(*comm, c.collective_bytes, c.p2p_warmup, c.p2p_repetitions));
+    comm->SetSpinWait(0);
+    if (printer)
+      for (const CollectiveSample& s : profile.collective_samples)
+        std::printf("%-14s %d ranks %9lld B  %9.3f us\n", s.kind.c_str(), s.ranks, static_cast<long long>(s.bytes),
+                    1e6 * s.seconds);
   } else {
-    std::printf("p2p: not measured (a single process; launch with mpirun -np 2 to measure the link)\n");
+    std::printf(
+        "p2p and collectives: not measured (a single process; launch with mpirun -np 2 to measure the link and "
+        "the tensor-parallel collectives of 2 ranks)\n");
   }
   // The layers: every rank measures at once (as in a run), or rank 0 alone
   // with --solo while the others wait.
@@ -122,6 +145,8 @@ Status RunProfile(const ProfileCommandOptions& c) {
     lo.threads = c.threads;
     lo.double_precision = c.dtype == "fp64";
     lo.seed = c.seed;
+    lo.tp_size = c.tp;
+    lo.sequence_parallel = c.tp > 1 && !c.no_sequence_parallel;
     if (together) lo.comm = comm;
     result = [&]() -> Status {
       StatusOr<exec::LayerMeasurements> measured = exec::MeasureLayers(lo, printer ? stdout : nullptr);
@@ -149,12 +174,17 @@ Status RunProfile(const ProfileCommandOptions& c) {
                        {"in_flight", c.in_flight},
                        {"ranks", env.world_size},
                        {"ranks_measuring_layers", together ? env.world_size : 1},
+                       {"tp_size", c.tp},
+                       {"sequence_parallel", lo.sequence_parallel},
                        {"statistic", "median"}};
       PW_RETURN_IF_ERROR(FitProfile(profile, m.static_bytes));
       std::printf("\nfits (least squares on relative residuals, Eigen):\n%s", FormatProfileFits(profile).c_str());
       if (profile.comm)
         std::printf("comm model: latency %.3f us, bandwidth %.3f GB/s\n", 1e6 * profile.comm->latency_s,
                     profile.comm->bandwidth_bytes_per_s / 1e9);
+      for (const CollectiveFit& f : profile.collective_fits)
+        std::printf("%s over %d ranks: latency %.3f us, bandwidth %.3f GB/s (whole tensor)\n", f.kind.c_str(), f.ranks,
+                    1e6 * f.model.latency_s, f.model.bandwidth_bytes_per_s / 1e9);
       PW_ASSIGN_OR_RETURN(nlohmann::json doc, ProfileToJson(profile));
       PW_RETURN_IF_ERROR(WriteFileAtomic(c.output, doc.dump(1) + "\n"));
       std::printf("wrote %s (reference shape b=%lld s=%lld)\n", c.output.c_str(),
@@ -204,6 +234,17 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--p2p-repetitions", o->p2p_repetitions, "timed P2P round trips per size")->capture_default_str();
+  cmd->add_option("--tp,--tensor-model-parallel-size", o->tp,
+                  "under mpirun -np T: the T ranks are one tensor-parallel group and every layer is measured as a TP "
+                  "rank's shard, its collectives included (plan --tp T --profile then takes the costs as they are)")
+      ->capture_default_str();
+  cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel,
+                "with --tp > 1: measure without sequence parallelism");
+  cmd->add_option("--collective-bytes", o->collective_bytes,
+                  "whole-tensor sizes of the tensor-parallel collectives measured over all the ranks (under mpirun: "
+                  "all-reduce, reduce-scatter, all-gather; multiples of 4 x ranks)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "profile file to write")->capture_default_str();
   cmd->callback([o, &ctx] {
     Status st = RunProfile(*o);

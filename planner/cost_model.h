@@ -12,6 +12,7 @@
 #include "models/spec/footprint.h"
 #include "models/spec/layer_costs.h"
 #include "models/spec/model_config.h"
+#include "models/spec/profile_samples.h"
 
 namespace pw {
 
@@ -35,8 +36,28 @@ CommModel TensorParallelLink(const DeviceSpec& device, int tp_size);
 // Seconds of `collectives` over a ring of t ranks on `link`, one after the
 // other (planner/data_parallel.h: all-reduce 2(t-1)/t n / bw + latency,
 // reduce-scatter and all-gather (t-1)/t n / bw + latency; Patarasuk & Yuan
-// 2009). 0 for t = 1.
-double TensorParallelSeconds(const std::vector<Collective>& collectives, int tp_size, const CommModel& link);
+// 2009). 0 for t = 1. When `measured` (a profile's fits, `pipewright
+// profile` under mpirun -np t) has the collective's kind at t ranks, its
+// measured latency + bytes / bandwidth of the whole collective instead of
+// the ring on `link`.
+double TensorParallelSeconds(const std::vector<Collective>& collectives, int tp_size, const CommModel& link,
+                             const std::vector<CollectiveFit>& measured = {});
+
+// The layer costs of a measured profile (`whole`: ProfileLayerCosts, whole
+// layers on one rank) planned at shape.tp_size = t > 1. Each layer's F, I,
+// W and B are scaled by its footprint's per-TP-rank FLOPs over its
+// whole-layer FLOPs (footprint.h at t and at 1; the memory traffic where a
+// quantity has no FLOPs, as the embedding's F), its activation, wstash,
+// static, output and transient bytes by the footprint's ratios of the same,
+// and its TP collectives added to F, I and W as BuildLayerCosts adds them
+// (TensorParallelSeconds on `measured`, or on `link` for a kind the profile
+// has no fit of at t ranks). Errors: InvalidArgument when `whole` is not
+// `model`'s layer list, or a collective kind has neither a measured fit at
+// t ranks nor a `link`.
+StatusOr<LayerCostTable> TensorParallelProfileCosts(const LayerCostTable& whole, const ModelConfig& model,
+                                                    const TrainingShape& shape,
+                                                    const std::vector<CollectiveFit>& measured,
+                                                    const std::optional<CommModel>& link);
 
 // A contiguous split of the layer list: stage s holds layers
 // [boundaries[s], boundaries[s+1]); boundaries.front() == 0,

@@ -26,9 +26,9 @@ StatusOr<Objective> ParseObjective(const std::string& text) {
 bool SequenceParallelOn(const PlannerOptions& o) { return o.tp_size > 1 && o.sequence_parallel.value_or(true); }
 
 StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOptions& o, int64_t b, Recompute r) {
-  if (o.tp_size > 1 && (model.profile || model.table || !model.config))
+  if (o.tp_size > 1 && (model.table || (!model.config && !model.profile)))
     return Status::InvalidArgument("--tensor-model-parallel-size " + std::to_string(o.tp_size) +
-                                   " needs a HF --model-config: a layer-cost file or a measured profile holds the "
+                                   " needs a HF --model-config or a measured --profile: a layer-cost file holds the "
                                    "costs of whole layers on one device");
   if (model.profile) {
     if (r != Recompute::kNone)
@@ -39,6 +39,38 @@ StatusOr<LayerCostTable> CostsFor(const PlannerModel& model, const PlannerOption
         LayerCostTable t,
         ProfileLayerCosts(*model.profile, model.config ? model.config->raw : model.profile->model, b, s));
     if (!t.comm && model.device) t.comm = model.device->Comm();
+    const int measured_tp = model.profile->setup.is_object() ? model.profile->setup.value("tp_size", 1) : 1;
+    const bool measured_sp =
+        model.profile->setup.is_object() ? model.profile->setup.value("sequence_parallel", false) : false;
+    if (measured_tp > 1) {
+      // Measured as TP shards (`profile --tp T`): per-rank costs with their
+      // collectives inside, for that T and sequence parallelism only.
+      if (measured_tp != o.tp_size || measured_sp != SequenceParallelOn(o))
+        return Status::InvalidArgument("--profile: measured with --tp " + std::to_string(measured_tp) +
+                                       (measured_sp ? " (sequence parallel)" : " (no sequence parallelism)") +
+                                       ", planned with --tp " + std::to_string(o.tp_size) +
+                                       (SequenceParallelOn(o) ? " (sequence parallel)" : " (no sequence parallelism)") +
+                                       ": plan the measured layout, or profile this one (or at --tp 1, scaled)");
+      if (measured_sp)
+        for (LayerCost& c : t.layers)
+          if (c.kind != "head") c.output_bytes /= o.tp_size;  // (b, s/t, h) sequence shards between stages
+      return t;
+    }
+    if (o.tp_size > 1) {
+      // Whole layers measured on one rank, scaled to a TP rank's share,
+      // plus the TP collectives the profile measured (cost_model.h).
+      PW_ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(t.model, "the profile's model"));
+      TrainingShape shape;
+      shape.micro_batch_size = b;
+      shape.seq_length = s;
+      shape.recompute = r;
+      shape.precision = o.precision;
+      shape.tp_size = o.tp_size;
+      shape.sequence_parallel = SequenceParallelOn(o);
+      std::optional<CommModel> link;
+      if (model.device) link = TensorParallelLink(*model.device, o.tp_size);
+      return TensorParallelProfileCosts(t, m, shape, model.profile->collective_fits, link);
+    }
     return t;
   }
   if (model.table) {
@@ -123,10 +155,15 @@ Status CheckTensorParallelRequest(const PlannerModel& model, const PlannerOption
     return Status::InvalidArgument("--tensor-model-parallel-size must be >= 1, got " + std::to_string(o.tp_size));
   const bool sp_asked = o.sequence_parallel.value_or(false);
   if (o.tp_size == 1 && !sp_asked) return Status::Ok();
-  if (o.tp_size > 1 && (model.profile || model.table || !model.config))
+  if (o.tp_size > 1 && (model.table || (!model.config && !model.profile)))
     return Status::InvalidArgument("--tensor-model-parallel-size " + std::to_string(o.tp_size) +
-                                   " needs a HF --model-config: a layer-cost file or a measured profile holds the "
+                                   " needs a HF --model-config or a measured --profile: a layer-cost file holds the "
                                    "costs of whole layers on one device");
+  if (model.profile && o.tp_size > 1 && !model.config) {
+    PW_ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(model.profile->model, "the profile's model"));
+    const int64_t s = o.seq_length > 0 ? o.seq_length : model.profile->seq_length;
+    PW_RETURN_IF_ERROR(CheckTensorParallel(m, o.tp_size, SequenceParallelOn(o) || sp_asked, s));
+  }
   if (model.config) {
     const int64_t s = o.seq_length > 0 ? o.seq_length : model.config->max_positions;
     PW_RETURN_IF_ERROR(CheckTensorParallel(*model.config, o.tp_size, SequenceParallelOn(o) || sp_asked, s));

@@ -111,6 +111,26 @@ Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static
     cm.bandwidth_bytes_per_s = r->coefficients[0] > 0 ? 1.0 / r->coefficients[0] : 0.0;  // <= 0: infinite
     profile.comm = cm;
   }
+  return FitCollectives(profile);
+}
+
+Status FitCollectives(Profile& profile) {
+  profile.collective_fits.clear();
+  std::map<std::pair<std::string, int>, std::vector<FitPoint>> by_group;
+  for (const CollectiveSample& c : profile.collective_samples)
+    by_group[{c.kind, c.ranks}].push_back({c.bytes, 1, c.seconds});
+  for (const auto& [key, pts] : by_group) {
+    auto r = FitLeastSquares(pts, {"bytes", "one"});
+    if (!r.ok())
+      return r.status().WithContext("fitting " + key.first + " over " + std::to_string(key.second) +
+                                    " ranks: latency + bytes / bandwidth");
+    CollectiveFit f;
+    f.kind = key.first;
+    f.ranks = key.second;
+    f.model.latency_s = std::max(0.0, r->coefficients[1]);
+    f.model.bandwidth_bytes_per_s = r->coefficients[0] > 0 ? 1.0 / r->coefficients[0] : 0.0;
+    profile.collective_fits.push_back(f);
+  }
   return Status::Ok();
 }
 

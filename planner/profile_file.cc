@@ -113,6 +113,17 @@ StatusOr<json> ProfileToJson(const Profile& p) {
     for (const CommSample& c : p.comm_samples) cs.push_back({{"bytes", c.bytes}, {"seconds", c.seconds}});
     j["comm"]["samples"] = cs;
   }
+  if (!p.collective_samples.empty()) {
+    json cs = json::array(), fits_c = json::array();
+    for (const CollectiveSample& c : p.collective_samples)
+      cs.push_back({{"kind", c.kind}, {"ranks", c.ranks}, {"bytes", c.bytes}, {"seconds", c.seconds}});
+    for (const CollectiveFit& f : p.collective_fits)
+      fits_c.push_back({{"kind", f.kind},
+                        {"ranks", f.ranks},
+                        {"latency_s", f.model.latency_s},
+                        {"bandwidth_bytes_per_s", f.model.bandwidth_bytes_per_s}});
+    j["collectives"] = {{"samples", cs}, {"fits", fits_c}};
+  }
   json fits = json::object();
   for (const auto& [kind, k] : p.fits)
     fits[kind] = {{"F", FitToJson(k.f)},
@@ -200,6 +211,30 @@ StatusOr<Profile> ParseProfileFields(const json& j, const std::string& source) {
         PW_RETURN_IF_ERROR(Field(s, where, "seconds", 0.0, &cs.seconds));
         p.comm_samples.push_back(cs);
       }
+  }
+  if (j.contains("collectives")) {
+    // Tensor-parallel collectives: the samples are read and fitted again
+    // (FitProfile), the written fits are for people.
+    const json& c = j["collectives"];
+    if (!c.is_object() || !c.contains("samples") || !c["samples"].is_array())
+      return Status::InvalidArgument(source + ": collectives must be {\"samples\": [...], \"fits\": [...]}");
+    for (size_t n = 0; n < c["samples"].size(); ++n) {
+      const json& s = c["samples"][n];
+      const std::string where = source + ": collectives.samples[" + std::to_string(n) + "]";
+      if (!s.is_object()) return Status::InvalidArgument(where + " must be an object");
+      CollectiveSample cs;
+      int64_t ranks = 0;
+      PW_RETURN_IF_ERROR(Field(s, where, "kind", std::string(), &cs.kind));
+      if (cs.kind != "all-reduce" && cs.kind != "reduce-scatter" && cs.kind != "all-gather")
+        return Status::InvalidArgument(where + ".kind is '" + cs.kind +
+                                       "': must be all-reduce, reduce-scatter or all-gather");
+      PW_RETURN_IF_ERROR(Field(s, where, "ranks", int64_t{0}, &ranks, int64_t{2}, int64_t{1} << 20));
+      cs.ranks = static_cast<int>(ranks);
+      PW_RETURN_IF_ERROR(Field(s, where, "bytes", int64_t{0}, &cs.bytes, int64_t{1}, kMaxBytes));
+      PW_RETURN_IF_ERROR(Field(s, where, "seconds", 0.0, &cs.seconds));
+      p.collective_samples.push_back(cs);
+    }
+    PW_RETURN_IF_ERROR(FitCollectives(p).WithContext(source));
   }
   if (j.contains("samples") && j["samples"].is_array())
     for (size_t n = 0; n < j["samples"].size(); ++n) {

@@ -108,6 +108,11 @@ struct Profile {
   std::vector<CommSample> comm_samples;
   std::optional<CommModel> comm;      // fitted latency + bytes / bandwidth
   std::optional<LinearFit> comm_fit;  // features {"bytes", "one"} on (b = bytes, s = 1)
+  // Tensor-parallel collectives (`pipewright profile` under mpirun -np T):
+  // the samples and, per (kind, ranks), the fitted latency + bytes /
+  // bandwidth.
+  std::vector<CollectiveSample> collective_samples;
+  std::vector<CollectiveFit> collective_fits;
 };
 
 // Fits every kind present in `samples`: times and activation bytes with
@@ -116,9 +121,13 @@ struct Profile {
 // {"tokens", "one"} (GEMM inputs and output gradients only, ZB paper Table 1:
 // linear in tokens). A kind measured at a single sequence length drops
 // tokens_x_seq. `static_bytes` by kind are copied in. Comm: one-way time =
-// latency + bytes / bandwidth fitted on comm_samples (if any).
+// latency + bytes / bandwidth fitted on comm_samples (if any); likewise each
+// (kind, ranks) of collective_samples into collective_fits.
 // Errors: those of FitLeastSquares, naming the kind and quantity.
 Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static_bytes);
+// The collective part of FitProfile alone: collective_fits from
+// collective_samples (ParseProfile calls it on the samples it read).
+Status FitCollectives(Profile& profile);
 
 // Per-layer costs of `model` (a GPT config object: n_layer, n_embd, ...; the
 // layer list embedding, block.0..N-1, head) at micro-batch size b and sequence

@@ -46,19 +46,21 @@ Status WriteManifest(const std::string& step_dir, const CheckpointManifest& m) {
     files.push_back({{"name", f.name}, {"layer", f.layer}, {"bytes", f.bytes}, {"digest", f.digest}});
     if (f.shard >= 0) files.back()["shard"] = f.shard;
   }
-  nlohmann::json j = {{"format", kCheckpointFormat},
-                      {"version", kCheckpointVersion},
-                      {"steps_done", m.steps_done},
-                      {"seed", m.seed},
-                      {"dtype", m.dtype},
-                      {"data_position", m.data_position},
-                      {"batch_rows", m.batch_rows},
-                      {"seq_length", m.seq_length},
-                      {"model", m.model},
-                      {"dp_size", m.dp_size},
-                      {"optimizer_shards", m.optimizer_shards},
-                      {"written_by", {{"plan_hash", m.plan_hash}, {"schedule", m.schedule}, {"pp_size", m.pp_size}}},
-                      {"files", files}};
+  nlohmann::json j = {
+      {"format", kCheckpointFormat},
+      {"version", kCheckpointVersion},
+      {"steps_done", m.steps_done},
+      {"seed", m.seed},
+      {"dtype", m.dtype},
+      {"data_position", m.data_position},
+      {"batch_rows", m.batch_rows},
+      {"seq_length", m.seq_length},
+      {"model", m.model},
+      {"dp_size", m.dp_size},
+      {"optimizer_shards", m.optimizer_shards},
+      {"written_by",
+       {{"plan_hash", m.plan_hash}, {"schedule", m.schedule}, {"pp_size", m.pp_size}, {"tp_size", m.tp_size}}},
+      {"files", files}};
   Status st = WriteFileAtomic(step_dir + "/manifest.json", j.dump(1) + "\n");
   if (!st.ok()) return Status::InvalidArgument("writing " + step_dir + "/manifest.json: " + st.message());
   return Status::Ok();
@@ -120,6 +122,7 @@ StatusOr<CheckpointManifest> ReadManifest(const std::string& step_dir) {
       m.plan_hash = w.value("plan_hash", "");
       m.schedule = w.value("schedule", "");
       m.pp_size = w.value("pp_size", 0);
+      m.tp_size = w.value("tp_size", 1);
     }
     field = "files";
     for (const nlohmann::json& f : j.at(field)) {

@@ -37,6 +37,18 @@
 // listed in the manifest's "files" with "shard": d. A reader joins the D
 // slices of each parameter (they must tile [0, numel) exactly) and re-slices
 // them for its own run: any dp, ZeRO-1 or not, any plan.
+//
+// Tensor parallelism (plan tp_size t > 1): the files hold full tensors, so a
+// checkpoint a TP run wrote is the one a t = 1 run of the same model writes
+// (only written_by.tp_size tells them apart), and `export`, `generate` and
+// any other plan read it unchanged. Saving, each TP group gathers its split
+// parameters and their AdamW moments (checkpoint_io.h GatherFullLayers) and
+// TP rank 0 of data-parallel rank 0 writes the layer files; with ZeRO-1 the
+// moments are first joined over the data-parallel group (JoinShardMoments)
+// and written into the layer files too ("optimizer_shards": 1: no shard
+// files under TP). Reading, every rank reads the full tensors of its
+// stages' layers and cuts its TP shard (ReadLayerFiles' `tp`), from any
+// checkpoint: T = 1 or not, ZeRO-1 shard files or not.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +89,7 @@ struct CheckpointManifest {
   // The plan that wrote it: reported, never a reason to refuse a resume.
   std::string plan_hash, schedule;
   int pp_size = 0;
+  int tp_size = 1;  // tensor-parallel size (the files hold full tensors whatever it was)
   // One per layer, in layer order; then, with optimizer_shards D > 1, the D
   // shard files of each layer (layer order, then shard order).
   std::vector<CheckpointFile> files;

@@ -24,7 +24,8 @@ std::string ShapeText(c10::IntArrayRef s) {
 }  // namespace
 
 Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
-                        const std::vector<std::pair<std::string, torch::Tensor>>& params, bool tied) {
+                        const std::vector<std::pair<std::string, torch::Tensor>>& params, bool tied,
+                        const TensorParallelShards& tp) {
   struct Found {
     const safetensors::File* file;
     std::string name;
@@ -46,7 +47,7 @@ Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
       return Status::InvalidArgument(ckpt.dir() + ": tensor '" + hf.name + "' is missing (parameter " + ours +
                                      " of the plan's model)");
     const safetensors::TensorInfo* info = file->Find(name);
-    std::vector<int64_t> want = p.sizes().vec();
+    PW_ASSIGN_OR_RETURN(std::vector<int64_t> want, FullShapeOf(ours, p.sizes().vec(), tp));
     if (hf.transpose) std::swap(want[0], want[1]);
     if (info->shape != want)
       return Status::InvalidArgument(file->path() + ": tensor '" + name + "' has shape " + ShapeText(info->shape) +
@@ -67,6 +68,9 @@ Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
     else
       return Status::Internal("parameter " + params[i].first + " is neither float32 nor float64");
     if (f.transpose) t = t.t();
+    if (tp.size > 1) {
+      PW_ASSIGN_OR_RETURN(t, SliceFullForTp(params[i].first, t.contiguous(), tp));
+    }
     p.copy_(t);
   }
   return Status::Ok();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "executor/checkpoint/checkpoint_io.h"
 #include "models/spec/model_config.h"
 #include "models/spec/safetensors.h"
 
@@ -23,8 +24,14 @@ namespace pw::exec {
 // InvalidArgument naming the directory or file and the HF tensor when a
 // tensor is missing or has another shape than the parameter (as stored).
 // `tied`: the model's LM head is tied (HfNameOf): its replica is read from
-// the token table.
+// the token table. Tensor parallelism (`tp` with size t > 1): `params` are
+// this rank's TP shards; each HF tensor must have the full shape
+// (FullShapeOf, as stored: Conv1D (in, out)) and is transposed first, then
+// sliced for tp.rank (SliceFullForTp: GPT-2's fused c_attn q;k;v blocks
+// each cut by t, Llama's q/k/v/gate/up by rows, o/down by columns,
+// vocab-parallel tables padded to PaddedVocab).
 Status LoadHfParameters(const safetensors::Checkpoint& ckpt, ModelFamily family,
-                        const std::vector<std::pair<std::string, torch::Tensor>>& params, bool tied = false);
+                        const std::vector<std::pair<std::string, torch::Tensor>>& params, bool tied = false,
+                        const TensorParallelShards& tp = {});
 
 }  // namespace pw::exec

@@ -128,6 +128,15 @@ class Communicator {
   virtual StatusOr<RequestId> IallReduceSum(void* data, int64_t count, ElementType type);
   virtual StatusOr<RequestId> IreduceScatterSum(const void* send, void* recv, int64_t count, ElementType type);
   virtual StatusOr<RequestId> IallGatherBlocks(const void* send, void* recv, int64_t count, ElementType type);
+  // Latency-critical waits (a tensor-parallel group, whose ranks post each
+  // small collective in lockstep, dozens per microbatch): Wait first polls
+  // without sleeping (yielding the core to other runnable threads between
+  // polls) for up to `seconds`, then as usual. Open MPI advances a
+  // non-blocking collective only inside MPI_Test, so a sleeping back-off
+  // adds up to its sleep to every round of every collective. 0 (the
+  // default): the usual back-off only. Default implementation: nothing
+  // (communicators whose waits block).
+  virtual void SetSpinWait(double seconds) { (void)seconds; }
 };
 
 // The refusal of a plan with dp_size > 1 on `comm` when

@@ -295,6 +295,23 @@ Status MpiCommunicator::Poll(void* request_ptr, void* status_ptr, const std::str
   // ~1 ms late, small next to a compute action.
   const auto t0 = std::chrono::steady_clock::now();
   int rc = MPI_SUCCESS, done = 0;
+  // SetSpinWait: poll without sleeping first (a collective of a lockstep
+  // group completes within microseconds of its last member posting it).
+  if (spin_s_ > 0) {
+    for (int n = 0;; ++n) {
+      rc = MPI_Test(request, &done, status);
+      if (rc != MPI_SUCCESS || done) break;
+      if ((n & 63) == 63 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > spin_s_)
+        break;
+      std::this_thread::yield();
+    }
+    if (rc != MPI_SUCCESS || done) {
+      if (rc != MPI_SUCCESS)
+        return Status::CommError(Host() + ": " + Who(rank_) + ": " + what +
+                                 " failed: " + MpiErrorText(rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR : rc));
+      return Status::Ok();
+    }
+  }
   for (int us = 20;; us = std::min(us * 2, 1000)) {
     rc = MPI_Test(request, &done, status);
     if (rc != MPI_SUCCESS || done) break;

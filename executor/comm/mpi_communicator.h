@@ -73,6 +73,7 @@ class MpiCommunicator : public Communicator {
   // (the default). The request is left pending: after such an error the
   // process must end (MpiEnvironment::AbortJob), not reuse the communicator.
   void SetWatchdog(double seconds) { watchdog_s_ = seconds; }
+  void SetSpinWait(double seconds) override { spin_s_ = seconds; }
 
  private:
   struct Impl;
@@ -92,6 +93,7 @@ class MpiCommunicator : public Communicator {
   // Registers a collective started by `post(MPI_Request*)`.
   StatusOr<RequestId> PostCollective(const std::string& what, const std::function<int(void*)>& post, int64_t count);
   double watchdog_s_ = 0.0;
+  double spin_s_ = 0.0;  // SetSpinWait
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1;
 };

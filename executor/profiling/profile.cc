@@ -18,10 +18,12 @@
 #include "executor/comm/agree.h"
 #include "executor/runtime/cpu_allocator.h"
 #include "executor/runtime/host_memory.h"
+#include "executor/runtime/tensor_parallel.h"
 #include "executor/runtime/torch_backend.h"
 #include "models/spec/model_config.h"
 #include "models/spec/model_family.h"
 #include "models/torch/gpt.h"
+#include "models/torch/tensor_parallel.h"
 
 namespace pw::exec {
 
@@ -55,17 +57,41 @@ struct LayerRun {
   WeightGradStore store;
   torch::Dtype dtype = torch::kFloat;
   torch::TensorOptions opts;
+  // Tensor parallel (LayerProfileOptions::tp_size > 1): the layer runs as a
+  // TP rank's shard over the group, its collectives included in F / I / B.
+  models::TensorParallelContext tp;
 
+  // Makes `module` rank tp.rank()'s shard (SliceForTpRank of every split
+  // parameter, models/spec/tensor_parallel.h) running over tp.group, as
+  // GptStage::ShardTensorParallel does for a stage.
+  Status ShardTensorParallel() {
+    if (!tp.group) return Status::Ok();
+    const std::string name = LayerNames(config)[layer];
+    torch::NoGradGuard no_grad;
+    for (auto& item : module->named_parameters(/*recurse=*/true)) {
+      PW_ASSIGN_OR_RETURN(TensorParallelLayout layout,
+                          TensorParallelLayoutOf(config, name + "." + item.key(), tp.size()));
+      if (!layout.split) continue;
+      item.value().set_data(models::SliceForTpRank(item.value().detach(), layout, tp.size(), tp.rank()));
+    }
+    module->SetTensorParallel(tp);
+    return Status::Ok();
+  }
   // The layer's input: tokens (b, T) int64 for the embedding, else a leaf
-  // (b, T, C) that requires grad (a received activation).
+  // (b, T, C) that requires grad (a received activation; with sequence
+  // parallelism this rank's (b, T/t, C) sequence shard).
   torch::Tensor Input(int64_t b, int64_t T) const {
     if (layer == 0) return torch::randint(config.vocab, {b, T}, torch::TensorOptions().dtype(torch::kLong));
-    return torch::randn({b, T, config.hidden}, opts).requires_grad_(true);
+    const int64_t rows = tp.group && tp.sequence_parallel ? T / tp.size() : T;
+    return torch::randn({b, rows, config.hidden}, opts).requires_grad_(true);
   }
-  // F: output (b, T, C), or the scalar loss for the head.
+  // F: output (b, T, C), or the scalar loss for the head (vocab-parallel
+  // under TP, as GptStage::Loss).
   torch::Tensor Forward(const torch::Tensor& x, const torch::Tensor& targets) {
     torch::Tensor out = module->forward(x);  // (b, T, C) or logits (b, T, V)
-    if (layer == LayerCount(config) - 1) out = models::LanguageModelLoss(out, targets);  // ()
+    if (layer == LayerCount(config) - 1)
+      out = tp.group ? models::VocabParallelCrossEntropy(out, targets, config.vocab, tp)
+                     : models::LanguageModelLoss(out, targets);  // ()
     return out;
   }
   // I (deferring) or B: backward from `out` with output gradient `dy`
@@ -174,7 +200,9 @@ ProfileSample Summarise(const char* kind, int64_t b, int64_t T, const ShapeSampl
 
 // Params + grads + AdamW state of one layer: bytes held after one full
 // training step on it (grads and optimizer state exist), graph dropped.
-int64_t MeasureStaticBytes(const ModelConfig& c, int layer, torch::Dtype dtype, uint64_t seed) {
+// Under TP (tp.group), of the rank's shard (collective over the group).
+StatusOr<int64_t> MeasureStaticBytes(const ModelConfig& c, int layer, torch::Dtype dtype, uint64_t seed,
+                                     const models::TensorParallelContext& tp) {
   const int64_t base = TrackedCpuBytes();
   LayerRun run;
   run.config = c;
@@ -183,6 +211,8 @@ int64_t MeasureStaticBytes(const ModelConfig& c, int layer, torch::Dtype dtype, 
   run.opts = torch::TensorOptions().dtype(dtype);
   run.module = models::MakeGptLayer(c, layer, seed, dtype);
   run.module->SetSink(&run.store);
+  run.tp = tp;
+  PW_RETURN_IF_ERROR(run.ShardTensorParallel());
   torch::optim::AdamW opt(run.module->parameters(), torch::optim::AdamWOptions(1e-3));
   {
     torch::Tensor x = run.Input(1, 8);
@@ -260,6 +290,21 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
   if (o.threads > 0) torch::set_num_threads(o.threads);
   torch::manual_seed(o.seed);
   const torch::Dtype dtype = o.double_precision ? torch::kDouble : torch::kFloat;
+  models::TensorParallelContext tp;
+  if (o.tp_size > 1) {
+    if (o.comm == nullptr || o.comm->size() != o.tp_size)
+      return Status::InvalidArgument("--tp " + std::to_string(o.tp_size) + ": run under mpirun -np " +
+                                     std::to_string(o.tp_size) + " (the ranks are one tensor-parallel group), got " +
+                                     std::to_string(o.comm ? o.comm->size() : 1) + " rank(s)");
+    PW_RETURN_IF_ERROR(CheckTensorParallel(config, o.tp_size, o.sequence_parallel, o.seq_lengths.front()));
+    for (int s : o.seq_lengths)
+      if (o.sequence_parallel && s % o.tp_size != 0)
+        return Status::InvalidArgument("--seq-lengths: " + std::to_string(s) + " is not divisible by --tp " +
+                                       std::to_string(o.tp_size) + " (sequence parallelism)");
+    o.comm->SetSpinWait(0.005);  // as the engine waits on its TP group (engine.cc)
+    tp.group = MakeTensorParallelGroup(*o.comm, torch::Device(torch::kCPU));
+    tp.sequence_parallel = o.sequence_parallel;
+  }
   LayerMeasurements m;
   m.element_bytes = o.double_precision ? 8 : 4;
   // One representative layer per kind: embedding (0), block (1), head (N+1).
@@ -278,7 +323,7 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
   try {
     for (int layer : {0, 1, last}) {
       const char* kind = KindOf(config, layer);
-      m.static_bytes[kind] = MeasureStaticBytes(config, layer, dtype, o.seed);
+      PW_ASSIGN_OR_RETURN(m.static_bytes[kind], MeasureStaticBytes(config, layer, dtype, o.seed, tp));
       auto run = std::make_unique<LayerRun>();
       run->config = config;
       run->layer = layer;
@@ -286,6 +331,8 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
       run->opts = torch::TensorOptions().dtype(dtype);
       run->module = models::MakeGptLayer(config, layer, o.seed, dtype);
       run->module->SetSink(&run->store);
+      run->tp = tp;
+      PW_RETURN_IF_ERROR(run->ShardTensorParallel());
       for (int s : o.seq_lengths)
         for (int b : o.micro_batch_sizes) shapes.push_back(Shape{run.get(), b, s, {}});
       runs.push_back(std::move(run));

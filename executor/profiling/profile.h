@@ -44,6 +44,13 @@ struct LayerProfileOptions {
   // 10-15 % slower with both cores busy than alone), so this is how a profile
   // sees the speed a rank has inside a run.
   Communicator* comm = nullptr;
+  // Tensor parallelism (`profile --tp T`): the comm's T ranks are one TP
+  // group and every layer is measured as a TP rank's shard (Megatron's
+  // layers, models/torch/tensor_parallel.h), its collectives over the group
+  // inside F / I / B, sequence parallel when `sequence_parallel`. Requires
+  // comm->size() == tp_size.
+  int tp_size = 1;
+  bool sequence_parallel = true;
 };
 
 struct LayerMeasurements {
@@ -77,5 +84,17 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& options, st
 // Errors: InvalidArgument if comm.size() < 2; comm errors naming the rank.
 StatusOr<std::vector<CommSample>> MeasureP2P(Communicator& comm, const std::vector<int64_t>& bytes, int warmup,
                                              int repetitions);
+
+// The collectives of a tensor-parallel group of comm.size() ranks (Megatron
+// TP's all-reduce; sequence parallelism's reduce-scatter and all-gather),
+// for each whole-tensor size in `bytes` (float32 elements, bytes / 4 of
+// them; reduce-scatter and all-gather move a 1/size() block per rank):
+// after `warmup` untimed rounds, `repetitions` rounds each started together
+// (a barrier) and timed on every rank from post to completion; the round's
+// time is the slowest rank's, the sample its median. Collective over `comm`.
+// Returns the samples on every rank. Errors: InvalidArgument if comm.size()
+// < 2 or a size is not a multiple of 4 * comm.size() bytes; comm errors.
+StatusOr<std::vector<CollectiveSample>> MeasureCollectives(Communicator& comm, const std::vector<int64_t>& bytes,
+                                                           int warmup, int repetitions);
 
 }  // namespace pw::exec

@@ -33,14 +33,12 @@ namespace pw::exec {
 
 namespace {
 
-// Checkpoints and Hugging Face weights hold full tensors; cutting and
-// joining tensor-parallel shards for them is not written yet, so a
-// tensor-parallel run refuses rather than writing or reading wrong files.
-Status NoTensorParallelCheckpoints(int tp_size, const std::string& what) {
-  return Status::InvalidArgument(what + ": the plan has tp_size " + std::to_string(tp_size) +
-                                 "; checkpoints and Hugging Face weights of tensor-parallel runs are not supported "
-                                 "yet (no --save, --checkpoint-dir, --resume, --init-from or --sample with --tp > 1)");
-}
+// The TP group's collectives are small and posted in lockstep, dozens per
+// microbatch: its waits poll without sleeping for up to this long
+// (Communicator::SetSpinWait) before the usual back-off, whose sleeps would
+// otherwise add up to 1 ms to every round of every collective.
+// `pipewright profile` measures the collectives the same way.
+constexpr double kTensorParallelSpinWaitS = 0.005;
 
 // training.distributed_optimizer (ZeRO-1), false when absent.
 bool DistributedOptimizer(const Plan& plan) { return plan.training && plan.training->distributed_optimizer; }
@@ -83,7 +81,33 @@ struct Engine::Impl {
   // Tensor parallelism: sums the partial replicated gradients of `stage`
   // over the TP group (nothing with tp_size 1). Collective over the group.
   Status SumTensorParallelPartials(int stage);
+  // Tensor parallelism in checkpoints and HF directories (checkpoint_io.h):
+  // this rank's TP group, rank and size, and the layout table's model.
+  TensorParallelShards TpShards() const { return {&checked.model, tp.get(), tp_rank, tp_size}; }
+  // ZeRO-1 writes shard files only without TP (with TP the moments are
+  // joined into the layer files, docs/DATA_PARALLEL.md).
+  bool ShardFiles() const { return sync && sync->zero1() && tp_size == 1; }
+  // SaveCheckpoint with tp_size > 1: every TP group of data-parallel rank 0
+  // (with ZeRO-1 every rank: the moments are joined over the DP group
+  // first) gathers full tensors; TP rank 0 of DP rank 0 writes them.
+  StatusOr<std::vector<CheckpointFile>> SaveTensorParallel(const std::string& step_dir) const;
 };
+
+StatusOr<std::vector<CheckpointFile>> Engine::Impl::SaveTensorParallel(const std::string& step_dir) const {
+  const bool zero1 = sync && sync->zero1();
+  if (!zero1 && dp_rank != 0) return std::vector<CheckpointFile>{};
+  MomentsOf moments = OptimizerMoments(*optimizer);
+  if (zero1) {
+    const DataParallelSync* s = sync.get();
+    Communicator* group = dp.get();
+    moments = [s, group](const torch::Tensor& p) {
+      return JoinShardMoments(*group, p, [s](const torch::Tensor& q) { return s->ShardMoments(q); });
+    };
+  }
+  PW_ASSIGN_OR_RETURN(std::vector<FullLayer> full, GatherFullLayers(layers, moments, TpShards()));
+  if (dp_rank != 0 || tp_rank != 0) return std::vector<CheckpointFile>{};
+  return SaveFullLayerFiles(step_dir, full);
+}
 
 Status Engine::Impl::SumTensorParallelPartials(int stage) {
   auto it = tp_partial.find(stage);
@@ -199,6 +223,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
     PW_ASSIGN_OR_RETURN(impl->dp, comm.Split(/*color=*/pp_rank * T + tp_rank, /*key=*/dp_rank, "data-parallel"));
     if (T > 1) {
       PW_ASSIGN_OR_RETURN(impl->tp, comm.Split(/*color=*/pp_rank * D + dp_rank, /*key=*/tp_rank, "tensor-parallel"));
+      impl->tp->SetSpinWait(kTensorParallelSpinWaitS);
     }
     impl->comm = impl->pipe.get();
   }
@@ -528,6 +553,11 @@ std::vector<std::pair<std::string, std::string>> Engine::TensorDigests() const {
 
 StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& step_dir) const {
   const Impl& m = *impl_;
+  if (m.tp_size > 1) {
+    StatusOr<std::vector<CheckpointFile>> files = m.SaveTensorParallel(step_dir);
+    if (!files.ok()) return files.status().WithContext("rank " + std::to_string(m.world->rank()));
+    return files;
+  }
   const bool zero1 = m.sync && m.sync->zero1();
   std::vector<CheckpointFile> files;
   // Parameters (and, without ZeRO-1, the AdamW state): replica 0 only.
@@ -556,13 +586,12 @@ StatusOr<std::vector<CheckpointFile>> Engine::SaveCheckpoint(const std::string& 
 
 StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps_done) {
   Impl& m = *impl_;
-  if (m.tp_size > 1) return NoTensorParallelCheckpoints(m.tp_size, "writing checkpoint " + step_dir);
   // Over the whole world: replica 0's ranks write the layer files (the
   // replicas hold the same parameters); with ZeRO-1 every rank also writes
-  // its optimizer shard. World rank 0 (pipeline rank 0 of replica 0) makes
-  // the directory and writes the manifest last.
+  // its optimizer shard (without TP; with TP, SaveTensorParallel). World
+  // rank 0 (pipeline rank 0 of replica 0) makes the directory and writes
+  // the manifest last.
   Communicator& world = *m.world;
-  const bool zero1 = m.sync && m.sync->zero1();
   const bool writer = world.rank() == 0;
   std::error_code ec;
   Status st;
@@ -598,13 +627,14 @@ StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps
     man.seq_length = m.checked.training.seq_length;
     man.data_position = static_cast<int64_t>(steps_done) * man.batch_rows;
     man.dp_size = m.dp_size;
-    man.optimizer_shards = zero1 ? m.dp_size : 1;
+    man.optimizer_shards = m.ShardFiles() ? m.dp_size : 1;
+    man.tp_size = m.tp_size;
     man.model = CheckpointModelJson(*m.plan.model);
     man.plan_hash = PlanHash(m.plan);
     man.schedule = m.plan.schedule;
     man.pp_size = m.plan.pp_size;
     const std::vector<std::string> layers = LayerNames(m.checked.model);
-    for (int shard = -1; shard < (zero1 ? m.dp_size : 0) && written.ok(); ++shard)
+    for (int shard = -1; shard < (m.ShardFiles() ? m.dp_size : 0) && written.ok(); ++shard)
       for (const std::string& layer : layers) {
         auto it = by_layer.find({layer, shard});
         if (it == by_layer.end()) {
@@ -622,12 +652,11 @@ StatusOr<int64_t> Engine::WriteCheckpoint(const std::string& step_dir, int steps
 
 Status Engine::LoadCheckpoint(const std::string& step_dir, const CheckpointManifest& manifest) {
   Impl& m = *impl_;
-  if (m.tp_size > 1) return NoTensorParallelCheckpoints(m.tp_size, "reading checkpoint " + step_dir);
   Status st;
   if (m.sync && m.sync->zero1()) {
     // ZeRO-1: the whole moments of this rank's layers (from any layout),
     // re-sliced into its shard; the parameters as usual.
-    StatusOr<std::vector<LoadedParameter>> loaded = ReadLayerFiles(step_dir, manifest, m.layers, true);
+    StatusOr<std::vector<LoadedParameter>> loaded = ReadLayerFiles(step_dir, manifest, m.layers, true, m.TpShards());
     st = loaded.status();
     if (st.ok()) st = m.sync->LoadShardMoments(*loaded);
     if (st.ok()) {
@@ -639,7 +668,7 @@ Status Engine::LoadCheckpoint(const std::string& step_dir, const CheckpointManif
       }
     }
   } else {
-    st = LoadLayerFiles(step_dir, manifest, m.layers, m.optimizer.get());
+    st = LoadLayerFiles(step_dir, manifest, m.layers, m.optimizer.get(), m.TpShards());
   }
   if (!st.ok()) return st.WithContext("rank " + std::to_string(m.world->rank()));
   return Status::Ok();
@@ -647,7 +676,6 @@ Status Engine::LoadCheckpoint(const std::string& step_dir, const CheckpointManif
 
 Status Engine::InitFromHf(const std::string& dir) {
   Impl& m = *impl_;
-  if (m.tp_size > 1) return NoTensorParallelCheckpoints(m.tp_size, "--init-from " + dir);
   Status mine = [&]() -> Status {
     if (!m.plan.model) return Status::InvalidArgument("the plan has no model section");
     const std::string config_path = dir + "/config.json";
@@ -657,7 +685,7 @@ Status Engine::InitFromHf(const std::string& dir) {
     PW_RETURN_IF_ERROR(CheckSameModel(*m.plan.model, model, config_path));
     PW_ASSIGN_OR_RETURN(safetensors::Checkpoint ckpt, safetensors::Checkpoint::Open(dir));
     try {
-      return LoadHfParameters(ckpt, m.plan.model->family, m.named_params, m.plan.model->tied);
+      return LoadHfParameters(ckpt, m.plan.model->family, m.named_params, m.plan.model->tied, m.TpShards());
     } catch (const c10::Error& e) {
       return Status::ComputeError("loading " + dir + ": " + e.what_without_backtrace());
     }

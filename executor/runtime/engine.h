@@ -86,7 +86,11 @@ class Engine {
   // file temp + rename) and returns their manifest entries: on data-parallel
   // rank 0 the layer files of its stages (parameters, + AdamW state without
   // ZeRO-1); with ZeRO-1, on every rank, its optimizer shard files of those
-  // layers. Local; WriteCheckpoint is the collective.
+  // layers. Tensor parallel (tp_size > 1): full tensors, the TP shards
+  // gathered over the TP group (with ZeRO-1 the moments joined over the DP
+  // group first, into the layer files: no shard files); TP rank 0 of DP
+  // rank 0 writes; collective over those groups. Otherwise local;
+  // WriteCheckpoint is the collective.
   // Errors: ComputeError naming the rank and file.
   StatusOr<std::vector<CheckpointFile>> SaveCheckpoint(const std::string& step_dir) const;
   // Collective over the world: a complete checkpoint after `steps_done`
@@ -100,7 +104,8 @@ class Engine {
   // Loads the layers of this rank's stages from `step_dir` (described by
   // `manifest`, ReadManifest) into the parameters and the AdamW state, bit
   // for bit, whatever plan, dp size or optimizer sharding wrote it (ZeRO-1
-  // shards are joined and re-sliced for this run: ReadLayerFiles). Local (the caller agrees on the
+  // shards are joined and re-sliced for this run: ReadLayerFiles; with
+  // tp_size > 1 each full tensor is cut for this TP rank). Local (the caller agrees on the
   // outcome). Errors: those of LoadLayerFiles (checkpoint_io.h): a missing,
   // truncated or corrupt file, a missing or mis-shaped tensor, each naming
   // the file, before any parameter changes.
@@ -108,7 +113,8 @@ class Engine {
   // Replaces this rank's parameters by those of the Hugging Face directory
   // `dir` (config.json + model.safetensors or shards, hf_io.h): checks that
   // dir/config.json normalises to the plan's model (CheckSameModel), then
-  // reads only this rank's stages' tensors by HF name (F32/F16/BF16/F64
+  // reads only this rank's stages' tensors by HF name (with tp_size > 1 cut
+  // for this TP rank: LoadHfParameters) (F32/F16/BF16/F64
   // converted into the run's dtype; exact except F64 into float32). The
   // optimizer state is left fresh. Collective: the outcome is agreed across
   // ranks (AgreeOnStatus), so every rank fails together before any step.

@@ -299,7 +299,7 @@ StatusOr<double> WriteCheckpointTo(RunContext& run, const std::string& dir, int 
   PW_ASSIGN_OR_RETURN(std::string digest, ModelDigest(run));
   if (run.printer) {
     const size_t layer_files = static_cast<size_t>(run.plan.model->num_layers + 2);
-    const std::string shards = run.engine.distributed_optimizer()
+    const std::string shards = run.engine.distributed_optimizer() && run.engine.tp_size() == 1
                                    ? " + " + std::to_string(layer_files * static_cast<size_t>(run.engine.dp_size())) +
                                          " ZeRO-1 optimizer shard files"
                                    : "";
@@ -558,21 +558,6 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     Status agreed = AgreeOnPlan(StatusOr<Plan>(data.status()), comm);
     (void)agreed;  // our own error is the one to report
     return data.status().WithContext("rank " + std::to_string(comm.rank()));
-  }
-  if (plan->tp_size > 1) {
-    // Checkpoints and HF directories hold full tensors; the tensor-parallel
-    // cut and join of them is not written yet: refuse rather than write or
-    // read wrong files (the same on every rank, before any compute).
-    for (const auto& [flag, value] : {std::pair<const char*, bool>{"--save", !options.save_dir.empty()},
-                                      {"--checkpoint-dir", !options.checkpoint_dir.empty()},
-                                      {"--resume", !options.resume.empty()},
-                                      {"--init-from", !options.init_from.empty()},
-                                      {"--sample", options.sample_tokens > 0}})
-      if (value)
-        return Status::InvalidArgument(std::string(flag) + ": the plan has tp_size " + std::to_string(plan->tp_size) +
-                                       " (tensor parallelism), whose checkpoints and Hugging Face weights are not "
-                                       "supported yet; run it without " +
-                                       flag + " (or plan with --tp 1)");
   }
   PW_ASSIGN_OR_RETURN(EngineOptions eo, EngineOptionsFor(options, *plan));
   if (options.fault_kind == "checkpoint" && options.fault_rank == comm.rank() && !options.checkpoint_dir.empty()) {

@@ -22,7 +22,7 @@ declare -A allowed=(
   [models/torch]="base models/spec"
   [executor/comm]="base"
   [executor/data]="base"
-  [executor/checkpoint]="base models/spec models/torch plan"
+  [executor/checkpoint]="base models/spec models/torch plan executor/comm"
   [executor/runtime]="base schedules models/spec models/torch plan executor/comm executor/data executor/checkpoint"
   [executor/profiling]="base schedules models/spec models/torch plan executor/comm executor/data executor/checkpoint executor/runtime"
 )

@@ -2,7 +2,8 @@
 # `pipewright profile` smoke test (seconds): measure a tiny GPT in one
 # process, check the fits and the file, plan from it with `plan --profile`,
 # refuse a bad shape naming the flag; then under `mpirun -np 2` the P2P link
-# is measured and fitted too.
+# is measured and fitted too, and the tensor-parallel collectives of 2 ranks,
+# which plan --tp 2 --profile uses.
 # Usage: profile_cli_test.sh <pipewright> <mpirun>
 set -euo pipefail
 pw=$1 mpirun=$2
@@ -70,6 +71,32 @@ grep -q '^layers measured on 2 ranks at once (medians over 16 samples per shape 
 [ "$(grep -cE '^block +b=' "$work/p2.txt")" -eq 4 ] || fail "block sample lines printed $(grep -cE '^block +b=' "$work/p2.txt") times, want 4"
 python3 -c "import json,sys; s=json.load(open('$work/p2.json'))['setup']; sys.exit(0 if s['ranks_measuring_layers']==2 else 1)" \
   || fail "setup.ranks_measuring_layers is not 2"
+# The tensor-parallel collectives of 2 ranks were measured and fitted, and
+# plan --tp 2 --profile costs its TP collectives with them (issue 23 item 8):
+# the plan's block F is the profile's whole-block F scaled to a TP rank plus
+# the measured all-gather + reduce-scatter (sequence parallel).
+grep -qE '^all-reduce over 2 ranks: latency' "$work/p2.txt" || fail "no all-reduce fit under mpirun"
+python3 -c "import json,sys; c=json.load(open('$work/p2.json'))['collectives']; k={(s['kind'],s['ranks']) for s in c['samples']}; sys.exit(0 if k=={('all-reduce',2),('reduce-scatter',2),('all-gather',2)} and len(c['fits'])==3 else 1)" \
+  || fail "collective samples/fits missing"
+"$pw" plan --profile "$work/p2.json" --tp 2 --pp 1 --num-microbatches 2 --micro-batch-size 2 --seq-length 16 \
+  --schedule 1f1b --no-min-pp -o "$work/tp2.json" > "$work/tp2.txt" || fail "plan --tp 2 --profile: $(cat "$work/tp2.txt")"
+grep -q '"tp_size": 2' "$work/tp2.json" || fail "plan --tp 2 --profile: tp_size is not 2"
+# profile --tp 2: the layers measured as TP shards (collectives inside); the
+# plan takes them as they are, for that layout only.
+"$mpirun" --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+  "$pw" profile --tp 2 --model-config "$work/model.json" --micro-batch-sizes 1,2 --seq-lengths 8,16 --warmup 1 \
+  --repetitions 2 --p2p-bytes 1024,65536 --p2p-repetitions 3 -o "$work/ptp.json" > "$work/ptp.txt" \
+  || fail "mpirun profile --tp 2: $(tail -5 "$work/ptp.txt")"
+python3 -c "import json,sys; s=json.load(open('$work/ptp.json'))['setup']; sys.exit(0 if s['tp_size']==2 and s['sequence_parallel'] else 1)" \
+  || fail "profile --tp 2: setup lacks tp_size 2 / sequence_parallel"
+"$pw" plan --profile "$work/ptp.json" --tp 2 --pp 1 --num-microbatches 2 --micro-batch-size 2 --seq-length 16 \
+  --schedule 1f1b --no-min-pp -o "$work/tp2m.json" > "$work/tp2m.txt" || fail "plan --tp 2 from a TP profile: $(cat "$work/tp2m.txt")"
+set +e
+"$pw" plan --profile "$work/ptp.json" --tp 1 --pp 1 --num-microbatches 2 --micro-batch-size 2 --seq-length 16 \
+  --schedule 1f1b --no-min-pp -o "$work/bad.json" > "$work/tp1m.txt" 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q 'measured with --tp 2' "$work/tp1m.txt" || fail "a --tp 2 profile planned at --tp 1: exit $rc, $(cat "$work/tp1m.txt")"
 # --solo: rank 0 alone.
 "$mpirun" --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
   "$pw" profile --model-config "$work/model.json" --micro-batch-sizes 1,2 --seq-lengths 8,16 --warmup 1 \

@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 
+#include "planner/cost_model.h"
 #include "planner/planner.h"
 
 namespace pw {
@@ -153,6 +154,78 @@ TEST(FitProfile, RoundTripsAndFeedsThePlanner) {
   EXPECT_EQ(plan->training->seq_length, 32) << "default s = the profile's";
   ASSERT_TRUE(plan->model.has_value()) << "the profiled model is the plan's model";
   EXPECT_EQ(plan->model->hidden, 64);
+}
+
+// Issue 23 item 8: the tensor-parallel collectives a profile measured are
+// fitted per (kind, ranks), round-trip, and are what the planner costs TP
+// collectives with: `plan --tp 2 --profile` = the whole layers scaled to a
+// TP rank (the footprint's FLOP ratio) + the measured collectives.
+TEST(FitProfile, TensorParallelCollectivesCostThePlan) {
+  Profile p = SyntheticProfile();
+  for (const char* kind : {"all-reduce", "reduce-scatter", "all-gather"})
+    for (int64_t bytes : {16384, 65536, 1 << 20}) p.collective_samples.push_back({kind, 2, bytes, 1e-5 + bytes / 2e9});
+  ASSERT_TRUE(FitProfile(p, {{"embedding", 100}, {"block", 1000}, {"head", 200}}).ok());
+  ASSERT_EQ(p.collective_fits.size(), 3u);
+  for (const CollectiveFit& f : p.collective_fits) {
+    EXPECT_EQ(f.ranks, 2);
+    EXPECT_NEAR(f.model.latency_s, 1e-5, 1e-10) << f.kind;
+    EXPECT_NEAR(f.model.bandwidth_bytes_per_s, 2e9, 1e3) << f.kind;
+  }
+  auto j = ProfileToJson(p);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  auto back = ParseProfile(*j, "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->collective_fits.size(), 3u) << "the samples are read back and fitted";
+
+  // The one cost derivation: a measured fit replaces the ring on the link.
+  const CommModel slow_link{1.0, 1.0};
+  const std::vector<Collective> two = {{CollectiveKind::kAllReduce, 1 << 20}, {CollectiveKind::kAllGather, 65536}};
+  EXPECT_NEAR(TensorParallelSeconds(two, 2, slow_link, back->collective_fits), 2e-5 + ((1 << 20) + 65536) / 2e9, 1e-12);
+  EXPECT_GT(TensorParallelSeconds(two, 4, slow_link, back->collective_fits), 1.0) << "no fit at 4 ranks: the link";
+
+  // Planned at T = 2: each layer's compute is the whole layer's times the
+  // footprint's per-rank FLOP ratio, plus its collectives.
+  auto whole = ProfileLayerCosts(*back, kModel, 4, 32);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  auto model = ParseModelConfig(kModel, "kModel");
+  ASSERT_TRUE(model.ok());
+  TrainingShape shape;
+  shape.micro_batch_size = 4;
+  shape.seq_length = 32;
+  shape.precision = Precision::kFp32;
+  shape.tp_size = 2;
+  shape.sequence_parallel = true;
+  auto tp = TensorParallelProfileCosts(*whole, *model, shape, back->collective_fits, std::nullopt);
+  ASSERT_TRUE(tp.ok()) << tp.status().ToString();
+  const std::vector<LayerSpec> specs = BuildLayerList(*model);
+  TrainingShape one = shape;
+  one.tp_size = 1;
+  one.sequence_parallel = false;
+  for (size_t l = 0; l < specs.size(); ++l) {
+    const LayerFootprint ft = ComputeFootprint(*model, specs[l], shape), f1 = ComputeFootprint(*model, specs[l], one);
+    if (f1.flops_i <= 0) continue;
+    EXPECT_NEAR(tp->layers[l].i,
+                whole->layers[l].i * ft.flops_i / f1.flops_i +
+                    TensorParallelSeconds(ft.tp_comm_i, 2, CommModel{}, back->collective_fits),
+                1e-12)
+        << specs[l].name;
+    if (specs[l].name.rfind("block.", 0) == 0) {
+      EXPECT_LT(tp->layers[l].static_bytes, whole->layers[l].static_bytes) << specs[l].name << ": weights split";
+    }
+  }
+  // Without a fit at T ranks and without a link: refused, naming the fix.
+  auto refused = TensorParallelProfileCosts(
+      *whole, *model,
+      [&] {
+        TrainingShape s4 = shape;
+        s4.tp_size = 4;
+        return s4;
+      }(),
+      back->collective_fits, std::nullopt);
+  if (model->num_heads % 4 == 0) {
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("pipewright profile"), std::string::npos) << refused.status().ToString();
+  }
 }
 
 TEST(ParseProfile, ErrorsNameTheField) {
