@@ -466,8 +466,9 @@ TEST(MpiZero1CheckpointTest, ResumesUnderAnotherDpPlanAndSharding) {
       EXPECT_NE(refused.message().find(bad + "/" + b.file + " " + b.expect), std::string::npos) << refused.ToString();
       // A rank that found the damaged file changed nothing (the others may
       // have loaded their intact layers; the run stops before any step).
-      if (!own.ok())
+      if (!own.ok()) {
         EXPECT_EQ(WorstDiff((*e)->Parameters(), before).rel, 0.0) << "a refused checkpoint changed the parameters";
+      }
       if (g_comm->rank() == 0) std::printf("[ zero1ck  ] refused: %s\n", refused.message().c_str());
     }
   }

@@ -119,7 +119,7 @@ TEST(Planner, MemoryLimitForcesLowerMemorySchedule) {
     for (const Candidate& c : tight->candidates) {
       if (c.schedule != f.schedule || c.virtual_stages != f.virtual_stages) continue;
       if (FindSchedule(c.schedule)->memory_adaptive) {
-        if (c.feasible) EXPECT_LE(c.max_peak_bytes, int64_t{48} << 30) << c.schedule;
+        if (c.feasible) { EXPECT_LE(c.max_peak_bytes, int64_t{48} << 30) << c.schedule; }
         continue;
       }
       if (c.feasible) {  // on a split that moves layers off the fullest rank
@@ -378,7 +378,7 @@ TEST(Planner, EachRankGetsItsOwnActivationRoom) {
     const Candidate* c = FindCandidate(*r, name);
     ASSERT_NE(c, nullptr) << name;
     EXPECT_TRUE(c->feasible) << name << ": " << c->reason << "\n" << FormatCandidateTable(*r);
-    if (c->feasible) EXPECT_LE(c->max_peak_bytes, 12 * MiB) << name;
+    if (c->feasible) { EXPECT_LE(c->max_peak_bytes, 12 * MiB) << name; }
   }
 }
 
@@ -397,7 +397,7 @@ TEST(Planner, MaxVirtualStagesBoundsEveryFamily) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   bool zbv_rejected = false;
   for (const Candidate& c : r->candidates) {
-    if (c.feasible) EXPECT_EQ(c.virtual_stages, 1) << c.schedule;
+    if (c.feasible) { EXPECT_EQ(c.virtual_stages, 1) << c.schedule; }
     if (c.schedule == "zb-v") {
       EXPECT_FALSE(c.feasible);
       zbv_rejected = c.reason.find("--max-virtual-stages 1") != std::string::npos;
