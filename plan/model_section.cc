@@ -19,7 +19,7 @@ ojson ModelToJson(const ModelConfig& m) {
   j["max_position_embeddings"] = m.max_positions;
   j["norm"] = m.layer_norm ? "layernorm" : "rmsnorm";
   j["norm_eps"] = m.norm_eps;
-  j["mlp"] = m.gated_mlp ? "swiglu" : "gelu";
+  j["mlp"] = m.gated_mlp ? "swiglu" : m.gelu_tanh ? "gelu_tanh" : "gelu";
   j["positions"] = m.learned_positions ? "learned" : "rope";
   if (llama || !m.learned_positions) j["rope_theta"] = m.rope_theta;
   j["tie_word_embeddings"] = m.tied;
@@ -62,10 +62,11 @@ Status ParseModel(const Reader& rd, const json& j, ModelConfig* m) {
   PW_RETURN_IF_ERROR(rd.Positive(j, p, "max_position_embeddings", &m->max_positions));
   PW_RETURN_IF_ERROR(rd.Choice(j, p, "norm", {"layernorm", "rmsnorm"}, &norm));
   PW_RETURN_IF_ERROR(rd.Positive(j, p, "norm_eps", &m->norm_eps));
-  PW_RETURN_IF_ERROR(rd.Choice(j, p, "mlp", {"gelu", "swiglu"}, &mlp));
+  PW_RETURN_IF_ERROR(rd.Choice(j, p, "mlp", {"gelu", "gelu_tanh", "swiglu"}, &mlp));
   PW_RETURN_IF_ERROR(rd.Choice(j, p, "positions", {"learned", "rope"}, &positions));
   m->layer_norm = norm == "layernorm";
   m->gated_mlp = mlp == "swiglu";
+  m->gelu_tanh = mlp == "gelu_tanh";
   m->learned_positions = positions == "learned";
   if (!m->learned_positions) PW_RETURN_IF_ERROR(rd.Positive(j, p, "rope_theta", &m->rope_theta));
   PW_RETURN_IF_ERROR(rd.Bool(j, p, "tie_word_embeddings", &m->tied));

@@ -88,7 +88,7 @@ nlohmann::json HfConfigJson(const ModelConfig& m) {
     j["n_ctx"] = m.max_positions;
     j["vocab_size"] = m.vocab;
     j["layer_norm_epsilon"] = m.norm_eps;
-    j["activation_function"] = "gelu";  // exact erf GELU (transformers' gpt2 default is gelu_new, tanh)
+    j["activation_function"] = m.gelu_tanh ? "gelu_new" : "gelu";
     j["attn_pdrop"] = pdrop;
     j["resid_pdrop"] = pdrop;
     j["embd_pdrop"] = pdrop;
@@ -151,7 +151,8 @@ Status CheckSameModel(const ModelConfig& p, const ModelConfig& d, const std::str
       {gpt ? "attn_pdrop/resid_pdrop/embd_pdrop" : "attention_dropout", d.dropout, p.dropout},
       {"gated MLP (model_type)", d.gated_mlp, p.gated_mlp},
       {"LayerNorm vs RMSNorm (model_type)", d.layer_norm, p.layer_norm},
-      {"learned positions (model_type)", d.learned_positions, p.learned_positions}};
+      {"learned positions (model_type)", d.learned_positions, p.learned_positions},
+      {"activation_function (1: gelu_new, 0: gelu)", d.gelu_tanh, p.gelu_tanh}};
   for (const auto& [field, dv, pv] : ints)
     if (dv != pv) return differ(field, std::to_string(dv), std::to_string(pv));
   if (d.norm_eps != p.norm_eps)

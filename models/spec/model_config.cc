@@ -287,6 +287,15 @@ StatusOr<ModelConfig> ParseModelConfig(const json& c, const std::string& source)
     m.layer_norm = true;
     m.attention_bias = m.mlp_bias = true;
     m.learned_positions = true;
+    if (auto act = c.find("activation_function"); act != c.end()) {
+      const std::string a = act->is_string() ? act->get<std::string>() : act->dump();
+      if (a == "gelu_new" || a == "gelu_pytorch_tanh" || a == "gelu_fast")
+        m.gelu_tanh = true;
+      else if (a != "gelu")
+        return Status::InvalidArgument(source + ": field 'activation_function' is '" + a +
+                                       "': GPT-2 blocks run \"gelu\" (exact) or its tanh approximation "
+                                       "(\"gelu_new\", \"gelu_pytorch_tanh\", \"gelu_fast\")");
+    }
     m.dropout =
         NumberOr(c, "attn_pdrop", 0.1) > 0 || NumberOr(c, "resid_pdrop", 0.1) > 0 || NumberOr(c, "embd_pdrop", 0.1) > 0;
     PW_RETURN_IF_ERROR(PositiveNumber(c, source, {"layer_norm_epsilon", "rms_norm_eps"}, 1e-5, &m.norm_eps));

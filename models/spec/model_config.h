@@ -92,10 +92,15 @@ struct ModelConfig {
   bool qkv_bias = false;           // biases on Q, K and V only (qwen2); false when attention_bias
   bool mlp_bias = false;           // biases on the MLP matrices
   bool learned_positions = false;  // a position embedding table of s_max x h (GPT-2)
-  bool dropout = false;            // dropout layers present (their 1-byte masks are stored)
-  double norm_eps = 1e-5;          // LayerNorm / RMSNorm epsilon (`layer_norm_epsilon` / `rms_norm_eps`)
-  double rope_theta = 10000.0;     // RoPE base (`rope_theta`; Llama only)
-  RopeScaling rope_scaling;        // RoPE frequency scaling (Llama only)
+  // GPT-2 MLP: GELU by its tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x +
+  // 0.044715 x^3))) (Hendrycks & Gimpel 2016, §2), for HF activation_function
+  // "gelu_new", "gelu_pytorch_tanh" or "gelu_fast"; false: the exact erf GELU
+  // ("gelu", or the field absent). Plans write it as model.mlp "gelu_tanh".
+  bool gelu_tanh = false;
+  bool dropout = false;         // dropout layers present (their 1-byte masks are stored)
+  double norm_eps = 1e-5;       // LayerNorm / RMSNorm epsilon (`layer_norm_epsilon` / `rms_norm_eps`)
+  double rope_theta = 10000.0;  // RoPE base (`rope_theta`; Llama only)
+  RopeScaling rope_scaling;     // RoPE frequency scaling (Llama only)
   // The config object as read (in memory only: plans hold the normalised
   // fields above, plan/plan.h; profiles read widths from it).
   nlohmann::json raw;

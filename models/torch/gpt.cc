@@ -206,7 +206,8 @@ class EmbeddingLayer : public GptLayerImpl {
 
 class BlockLayer : public GptLayerImpl {
  public:
-  BlockLayer(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) : n_head_(c.num_heads) {
+  BlockLayer(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype)
+      : n_head_(c.num_heads), gelu_(c.gelu_tanh ? "tanh" : "none") {
     const int64_t C = c.hidden, F = c.ffn;
     auto ln = [&](const char* name) {
       return register_module(name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({C}).eps(c.norm_eps)));
@@ -241,12 +242,12 @@ class BlockLayer : public GptLayerImpl {
     torch::Tensor mask =
         torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril();  // (T, T)
     att = att.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
-    att = torch::softmax(att, -1);                                               // (b, H, T, T)
-    torch::Tensor y = att.matmul(v);                                             // (b, H, T, D)
-    y = y.transpose(1, 2).contiguous().view({b, T, C});                          // (b, T, Cl)
-    torch::Tensor h = x + attn_proj->forward_row_parallel(y, tp_);               // (b, T[/t], C)
-    torch::Tensor m = torch::gelu(fc->forward(TpEnter(ln_2->forward(h), tp_)));  // (b, T, F/t)
-    return h + mlp_proj->forward_row_parallel(m, tp_);                           // (b, T[/t], C)
+    att = torch::softmax(att, -1);                                                      // (b, H, T, T)
+    torch::Tensor y = att.matmul(v);                                                    // (b, H, T, D)
+    y = y.transpose(1, 2).contiguous().view({b, T, C});                                 // (b, T, Cl)
+    torch::Tensor h = x + attn_proj->forward_row_parallel(y, tp_);                      // (b, T[/t], C)
+    torch::Tensor m = torch::gelu(fc->forward(TpEnter(ln_2->forward(h), tp_)), gelu_);  // (b, T, F/t)
+    return h + mlp_proj->forward_row_parallel(m, tp_);                                  // (b, T[/t], C)
   }
   // forward for the new positions pos .. pos+t-1 only, x (b, t, C), their
   // keys and values appended to `cache` -> (b, t, C).
@@ -260,13 +261,14 @@ class BlockLayer : public GptLayerImpl {
     if (t > 1) att = att.masked_fill(CachedCausalMask(t, pos, x.device()), -std::numeric_limits<double>::infinity());
     torch::Tensor y = torch::softmax(att, -1).matmul(v).transpose(1, 2).contiguous().view({b, t, C});  // (b, t, C)
     torch::Tensor h = x + DecodeLinear(*attn_proj, y);                                                 // (b, t, C)
-    return h + DecodeLinear(*mlp_proj, torch::gelu(DecodeLinear(*fc, ln_2->forward(h))));              // (b, t, C)
+    return h + DecodeLinear(*mlp_proj, torch::gelu(DecodeLinear(*fc, ln_2->forward(h)), gelu_));       // (b, t, C)
   }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   SplitLinear qkv{nullptr}, attn_proj{nullptr}, fc{nullptr}, mlp_proj{nullptr};
 
  private:
   int64_t n_head_;
+  std::string gelu_;  // torch::gelu approximate: "none" (exact erf) or "tanh" (ModelConfig::gelu_tanh)
 };
 
 class HeadLayer : public GptLayerImpl {

@@ -7,6 +7,7 @@
 #include "models/spec/device.h"
 #include "models/spec/footprint.h"
 #include "models/spec/layer_costs.h"
+#include "models/spec/hf_weights.h"
 #include "models/spec/model_config.h"
 
 namespace pw {
@@ -342,6 +343,32 @@ TEST(LayerCosts, RoundTripAndErrors) {
   auto bad = ParseLayerCosts(j, "t.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("layers[1].F"), std::string::npos) << bad.status().ToString();
+}
+
+// GPT-2's activation_function: the tanh-approximated GELU of transformers'
+// "gelu_new" (its GPT2Config default) and its aliases, the exact "gelu", and
+// a refusal naming the field for anything the blocks do not run; export
+// writes back what was read.
+TEST(ModelConfigs, Gpt2ActivationFunction) {
+  nlohmann::json c = {{"model_type", "gpt2"}, {"n_layer", 2},      {"n_embd", 32},
+                      {"n_head", 4},          {"vocab_size", 100}, {"n_positions", 16}};
+  auto plain = ParseModelConfig(c, "x.json");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->gelu_tanh) << "absent: exact GELU";
+  for (const char* tanh : {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"}) {
+    c["activation_function"] = tanh;
+    auto m = ParseModelConfig(c, "x.json");
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_TRUE(m->gelu_tanh) << tanh;
+    EXPECT_EQ(HfConfigJson(*m)["activation_function"], "gelu_new") << tanh;
+  }
+  c["activation_function"] = "gelu";
+  auto exact = ParseModelConfig(c, "x.json");
+  ASSERT_TRUE(exact.ok());
+  EXPECT_FALSE(exact->gelu_tanh);
+  EXPECT_EQ(HfConfigJson(*exact)["activation_function"], "gelu");
+  c["activation_function"] = "quick_gelu";
+  ExpectRefusedNaming(c, "activation_function");
 }
 
 }  // namespace

@@ -54,7 +54,9 @@ void ExpectWellFormed(const Timeline& t, const std::string& label, bool want_cut
   for (int r = 0; r < t.pp_size; ++r)
     for (const TimelineBlock& b : t.ranks[r].compute) (g.window.Hides(b.start, b.end) ? hidden : drawn)++;
   ASSERT_EQ(blocks.size(), drawn) << label;
-  if (want_cut) EXPECT_GT(hidden, 0u) << label;
+  if (want_cut) {
+    EXPECT_GT(hidden, 0u) << label;
+  }
   size_t k = 0;
   for (int r = 0; r < t.pp_size; ++r)
     for (const TimelineBlock& b : t.ranks[r].compute) {
@@ -81,7 +83,9 @@ void ExpectWellFormed(const Timeline& t, const std::string& label, bool want_cut
   for (const Element& e : bars) {
     int r = std::stoi(e.at("data-rank"));
     EXPECT_GE(Num(e, "y"), g.LaneTop(r) + g.lane_height) << label;
-    if (r + 1 < t.pp_size) EXPECT_LE(Num(e, "y") + Num(e, "height"), g.LaneTop(r + 1)) << label;
+    if (r + 1 < t.pp_size) {
+      EXPECT_LE(Num(e, "y") + Num(e, "height"), g.LaneTop(r + 1)) << label;
+    }
   }
   // The cut: the hidden middle is at least kMinHiddenShare of the step.
   if (want_cut) {
@@ -151,7 +155,9 @@ TEST(Views, MemoryAxisFollowsThePeakAndDrawsTheLimitOnlyWhenNear) {
     // Within 20 % of what it must show (a round value just above it).
     EXPECT_LE(g.memory_top_bytes, 1.2 * (near ? std::max(limit, peak) : peak) + 1) << "limit " << limit;
     EXPECT_EQ(FindElements(svg, "text", "memtitle").size(), 1u);  // one title for all strips
-    if (limit > 0 && !near) EXPECT_NE(svg.find("above the axis"), std::string::npos);
+    if (limit > 0 && !near) {
+      EXPECT_NE(svg.find("above the axis"), std::string::npos);
+    }
   }
 }
 
@@ -226,12 +232,16 @@ class StaticMemory : public ::testing::Test {
         for (const StaticPart& p : st.parts) parts += p.bytes;
         EXPECT_EQ(st.bytes, plan.stages[st.stage].memory.static_bytes) << label;
         EXPECT_EQ(plan.stages[st.stage].rank, r.rank) << label;
-        if (sb.by_layer) EXPECT_EQ(parts, st.bytes) << label << " stage " << st.stage;
+        if (sb.by_layer) {
+          EXPECT_EQ(parts, st.bytes) << label << " stage " << st.stage;
+        }
         worst = std::max(worst, std::abs(parts - st.bytes));
         stages += st.bytes;
       }
       EXPECT_EQ(stages, r.bytes) << label << " rank " << r.rank;
-      if (sb.by_layer) EXPECT_EQ(kinds, r.bytes) << label << " rank " << r.rank;
+      if (sb.by_layer) {
+        EXPECT_EQ(kinds, r.bytes) << label << " rank " << r.rank;
+      }
       EXPECT_EQ(t->ranks[r.rank].memory.front().bytes, r.bytes) << label << " rank " << r.rank;
     }
     std::printf("%s: worst |sum of parts - stage static| = %lld B\n", label.c_str(), static_cast<long long>(worst));
