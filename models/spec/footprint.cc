@@ -222,7 +222,10 @@ LayerFootprint ComputeFootprint(const ModelConfig& m, const LayerSpec& layer, co
       fp.input_grad_bytes = 0;
       if (t > 1) {
         fp.tp_comm_f.push_back(sp ? rs : ar);  // vocab-parallel lookup: partial rows summed
-        if (sp) fp.tp_comm_w.push_back(ag);    // the output gradient, gathered back to s
+        // The output gradient, gathered back to the whole sequence: on the
+        // backward's autograd path, so in I (the embedding has no input
+        // gradient; W is the scatter-add of the gathered gradient).
+        if (sp) fp.tp_comm_i.push_back(ag);
       }
       break;
     }

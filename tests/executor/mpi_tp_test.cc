@@ -14,8 +14,8 @@
 // worst differences over all ranks. Every compute action's tensor-parallel
 // collectives are counted and compared with the planner's footprint
 // (models/spec/footprint.h tp_comm_f / _i / _w of its stage's layers): F
-// runs tp_comm_f, I runs tp_comm_i (and the embedding's SP all-gather the
-// planner puts in W), W runs none -- the split backward keeps its shape.
+// runs tp_comm_f, I runs tp_comm_i (with SP, the embedding's all-gather of
+// its output gradient), W runs none -- the split backward keeps its shape.
 // Also: a plan for another world size is
 // refused before any compute, naming the grid and -np.
 #include <gtest/gtest.h>
@@ -118,7 +118,8 @@ Collectives PlannedCollectives(const Plan& plan, int begin, int end) {
   for (int l = begin; l < end; ++l) {
     LayerFootprint fp = ComputeFootprint(*plan.model, layers[l], shape);
     c.f += static_cast<int64_t>(fp.tp_comm_f.size());
-    c.i += static_cast<int64_t>(fp.tp_comm_i.size() + fp.tp_comm_w.size());
+    c.i += static_cast<int64_t>(fp.tp_comm_i.size());
+    EXPECT_TRUE(fp.tp_comm_w.empty()) << layers[l].name << ": W runs no tensor-parallel collective";
   }
   return c;
 }
