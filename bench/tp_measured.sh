@@ -9,21 +9,25 @@
 # PP1 from (a) is the control. Each layout is run REPS times; the table
 # compares the measured step with each plan's makespan_s. The share of the TP
 # collectives in plan (a)'s step is its step minus the step planned from the
-# same profile with every collective sample made 10^6 times faster.
+# same profile with every collective sample made 10^6 times faster; the same
+# collective seconds are also given as a share of plan (b)'s step (the step
+# that is run), in plan (b)'s row.
 #
 # PRIO=rt (environment): every rank (profile and runs) at real-time priority
 # (`chrt -f 1`), so that the other processes of a shared machine do not
 # preempt one rank of a TP pair while its peer waits for it in a collective
 # (what a quiet machine gives); default: normal priority.
 #
-# Usage: [PRIO=rt] bench/tp_measured.sh BUILD_DIR [REPS] [N_EMBD] [MICRO_BATCH] [SEQ]
+# Usage: [PRIO=rt] bench/tp_measured.sh BUILD_DIR [REPS] [N_EMBD] [MICRO_BATCH] [SEQ] [N_HEAD] [MICROBATCHES]
 # Prints a markdown section to stdout (bench/results/tensor_parallel.md).
 set -euo pipefail
-build=${1:?usage: tp_measured.sh BUILD_DIR [REPS] [N_EMBD] [MICRO_BATCH] [SEQ]}
+build=${1:?usage: tp_measured.sh BUILD_DIR [REPS] [N_EMBD] [MICRO_BATCH] [SEQ] [N_HEAD] [MICROBATCHES]}
 reps=${2:-3}
 embd=${3:-32}
 mb=${4:-16}
 seq=${5:-64}
+heads=${6:-2}
+nmb=${7:-4}
 pw=$(cd "$build" && pwd)/launch/pipewright
 work=$(mktemp -d /tmp/pw-tp-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -32,8 +36,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 prio=()
 [[ ${PRIO:-} == rt ]] && prio=(chrt -f 1)
 mpi=(mpirun --bind-to core -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS)
-printf '{"n_layer": 4, "n_embd": %d, "n_head": 2, "n_positions": %d, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' \
-  "$embd" "$seq" > gpt.json
+printf '{"n_layer": 4, "n_embd": %d, "n_head": %d, "n_positions": %d, "vocab_size": 256, "model_type": "gpt2", "tie_word_embeddings": false, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0}\n' \
+  "$embd" "$heads" "$seq" > gpt.json
 cat /usr/share/common-licenses/* > text.txt
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 "${mpi[@]}" -np 2 "${prio[@]}" "$pw" profile --model-config gpt.json --micro-batch-sizes "$((mb / 2)),$mb" \
@@ -47,7 +51,7 @@ for s in p["collectives"]["samples"]:
     s["seconds"] *= 1e-6
 json.dump(p, open("prof_nocomm.json", "w"))
 EOF
-common=(--model-config gpt.json --pp 1 --num-microbatches 4 --micro-batch-size "$mb" --seq-length "$seq"
+common=(--model-config gpt.json --pp 1 --num-microbatches "$nmb" --micro-batch-size "$mb" --seq-length "$seq"
         --schedule 1f1b --no-min-pp)
 "$pw" plan --profile prof.json "${common[@]}" --tp 2 -o tp2.json > plan_tp2.txt
 "$pw" plan --profile prof_nocomm.json "${common[@]}" --tp 2 -o tp2_nocomm.json > /dev/null
@@ -75,14 +79,15 @@ print('%.4f | %s | %.3f' % (med, ' '.join('%.4f' % x for x in m), med / p))" "$1
 }
 echo "### Measured vs simulated, TP2 on 2 ranks ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo
-echo "GPT 4 blocks x $embd wide (2 heads, vocabulary 256), micro-batch $mb x $seq tokens, 4 microbatches, 1F1B, fp32,"
+echo "GPT 4 blocks x $embd wide ($heads heads, vocabulary 256), micro-batch $mb x $seq tokens, $nmb microbatches, 1F1B, fp32,"
 echo "one rank per core (\`mpirun --bind-to core\`, 1 thread per rank)$([[ ${PRIO:-} == rt ]] && echo ', every rank at real-time priority (chrt -f 1)'); $reps runs of 6 steps each, steps 3-6 averaged;"
 echo "load average before / after: $load0 / $load1 (2 cores)."
 echo
 echo "| layout | planned step (s) | TP collectives in the plan | measured step, median (s) | each run (s) | measured / planned |"
 echo "|---|---|---|---|---|---|"
 share=$(python3 -c "import sys; print('%.1f %%' % (100 * (float(sys.argv[1]) - float(sys.argv[2])) / float(sys.argv[1])))" "$p2" "$p2n")
-printf '| TP2 x PP1 (SP), plan from the TP-measured profile (b) | %.4f | (inside the layers) | %s |\n' "$p2m" "$(stats "$p2m" "$m2")"
+share_b=$(python3 -c "import sys; print('%.1f %%' % (100 * (float(sys.argv[1]) - float(sys.argv[2])) / float(sys.argv[3])))" "$p2" "$p2n" "$p2m")
+printf '| TP2 x PP1 (SP), plan from the TP-measured profile (b) | %.4f | %s (inside the layers; (a)'"'"'s collective seconds / this step) | %s |\n' "$p2m" "$share_b" "$(stats "$p2m" "$m2")"
 printf '| TP2 x PP1 (SP), plan from the T = 1 profile scaled + measured collectives (a) | %.4f | %s | %s |\n' "$p2" "$share" "$(stats "$p2" "$m2")"
 printf '| TP1 x PP1 (control), plan from (a) | %.4f | - | %s |\n' "$p1" "$(stats "$p1" "$m1")"
 echo
