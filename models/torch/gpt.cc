@@ -162,6 +162,30 @@ void InitTiedReplica(SplitLinear& lm_head, const ModelConfig& c, uint64_t seed, 
   lm_head->weight.copy_(NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
 }
 
+void LmHeadLayer::AddLmHead(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
+  lm_head = register_module("lm_head", SplitLinear(c.hidden, c.vocab, false));
+  InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
+  this->to(dtype);
+  if (c.tied) InitTiedReplica(lm_head, c, seed, dtype);
+}
+
+void LmHeadLayer::ShareTokenTable(const torch::Tensor& table) {
+  unregister_module("lm_head");
+  shared_ = table;
+}
+
+torch::Tensor LmHeadLayer::forward(const torch::Tensor& x) {
+  if (shared_.defined()) return torch::linear(FinalNorm(x), shared_);
+  return lm_head->forward(TpEnter(FinalNorm(x), tp_));
+}
+
+torch::Tensor LmHeadLayer::ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) {
+  (void)pos;
+  (void)cache;
+  if (shared_.defined()) return forward(x);
+  return DecodeLinear(*lm_head, FinalNorm(x));
+}
+
 torch::Tensor TokenEmbedding(const torch::Tensor& wte, const torch::Tensor& tokens, DeferredGradSink* sink) {
   if (sink != nullptr) return TokenEmbeddingFunction::apply(wte, tokens, sink);
   return torch::embedding(wte, tokens);  // (b, T, C)
@@ -271,37 +295,16 @@ class BlockLayer : public GptLayerImpl {
   std::string gelu_;  // torch::gelu approximate: "none" (exact erf) or "tanh" (ModelConfig::gelu_tanh)
 };
 
-class HeadLayer : public GptLayerImpl {
+class HeadLayer : public LmHeadLayer {
  public:
   HeadLayer(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
     ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden}).eps(c.norm_eps)));
-    lm_head = register_module("lm_head", SplitLinear(c.hidden, c.vocab, false));
-    InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
-    this->to(dtype);
-    if (c.tied) InitTiedReplica(lm_head, c, seed, dtype);
-  }
-  void ShareTokenTable(const torch::Tensor& table) override {
-    unregister_module("lm_head");
-    shared_ = table;
-  }
-  // x (b, T, C) -> logits (b, T, V); tensor-parallel: x (b, T[/t], C) ->
-  // this rank's vocabulary columns, (b, T, V_pad/t)
-  torch::Tensor forward(const torch::Tensor& x) override {
-    if (shared_.defined()) return torch::linear(ln_f->forward(x), shared_);
-    return lm_head->forward(TpEnter(ln_f->forward(x), tp_));
-  }
-  // x (b, t, C) -> logits (b, t, V), one row through a matrix-vector product.
-  torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override {
-    (void)pos;
-    (void)cache;
-    if (shared_.defined()) return forward(x);
-    return DecodeLinear(*lm_head, ln_f->forward(x));
+    AddLmHead(c, index, seed, dtype);
   }
   torch::nn::LayerNorm ln_f{nullptr};
-  SplitLinear lm_head{nullptr};
 
- private:
-  torch::Tensor shared_;  // tied and shared: the embedding's wte (V, C)
+ protected:
+  torch::Tensor FinalNorm(const torch::Tensor& x) override { return ln_f->forward(x); }
 };
 
 }  // namespace

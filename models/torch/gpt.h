@@ -149,6 +149,37 @@ class GptLayerImpl : public torch::nn::Module {
 // DeferredGemm with an undefined bias); without one, plain autograd.
 torch::Tensor TokenEmbedding(const torch::Tensor& wte, const torch::Tensor& tokens, DeferredGradSink* sink);
 
+// The last entry of every family's layer list: the family's final norm
+// (FinalNorm: GPT-2's ln_f LayerNorm, Llama's norm RMSNorm), then the LM
+// head, lm_head (V, C) without bias: untied, a tied model's replica of the
+// token table, or (ShareTokenTable) the embedding's table itself.
+// Tensor-parallel (vocab-parallel head): the input enters the TP region (f,
+// or the sequence all-gather with SP) and the logits are this rank's
+// V_pad / t vocabulary columns.
+class LmHeadLayer : public GptLayerImpl {
+ public:
+  // x (b, T, C) -> logits (b, T, V); tensor-parallel: x (b, T[/t], C) ->
+  // (b, T, V_pad/t).
+  torch::Tensor forward(const torch::Tensor& x) override;
+  // x (b, t, C) -> logits (b, t, V), one row through a matrix-vector product.
+  torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override;
+  void ShareTokenTable(const torch::Tensor& table) override;
+
+  SplitLinear lm_head{nullptr};
+
+ protected:
+  // Registers and initialises lm_head (N(0, 0.02) from ParamSeed(seed,
+  // index, 0); a tied model's replica from the token table's values), then
+  // converts the layer to dtype. Derived constructors call it after
+  // registering their norm, so the parameter order is norm, then lm_head.
+  void AddLmHead(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype);
+  // The family's final norm: x (..., C) -> (..., C).
+  virtual torch::Tensor FinalNorm(const torch::Tensor& x) = 0;
+
+ private:
+  torch::Tensor shared_;  // tied and shared: the embedding's token table (V, C)
+};
+
 // Deterministic initial values shared by the model files: a tensor of
 // `sizes` filled with N(0, stddev) from std::mt19937_64 seeded by `seed`
 // (portable across LibTorch versions), converted to `dtype`.

@@ -54,37 +54,16 @@ class LlamaEmbedding : public GptLayerImpl {
   DeferredGradSink* sink_ = nullptr;  // not owned
 };
 
-class LlamaHead : public GptLayerImpl {
+class LlamaHead : public LmHeadLayer {
  public:
   LlamaHead(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
     norm = register_module("norm", RmsNormLayer(c.hidden, c.norm_eps, dtype));
-    lm_head = register_module("lm_head", SplitLinear(c.hidden, c.vocab, false));
-    InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
-    this->to(dtype);
-    if (c.tied) InitTiedReplica(lm_head, c, seed, dtype);
-  }
-  void ShareTokenTable(const torch::Tensor& table) override {
-    unregister_module("lm_head");
-    shared_ = table;
-  }
-  // x (b, T, C) -> logits (b, T, V); tensor-parallel: x (b, T[/t], C) ->
-  // this rank's vocabulary columns, (b, T, V_pad/t)
-  torch::Tensor forward(const torch::Tensor& x) override {
-    if (shared_.defined()) return torch::linear(norm->forward(x), shared_);
-    return lm_head->forward(TpEnter(norm->forward(x), tp_));
-  }
-  // x (b, t, C) -> logits (b, t, V), one row through a matrix-vector product.
-  torch::Tensor ForwardCached(const torch::Tensor& x, int64_t pos, KvCache& cache) override {
-    (void)pos;
-    (void)cache;
-    if (shared_.defined()) return forward(x);
-    return DecodeLinear(*lm_head, norm->forward(x));
+    AddLmHead(c, index, seed, dtype);
   }
   RmsNormLayer norm{nullptr};
-  SplitLinear lm_head{nullptr};
 
- private:
-  torch::Tensor shared_;  // tied and shared: the embedding's embed_tokens (V, C)
+ protected:
+  torch::Tensor FinalNorm(const torch::Tensor& x) override { return norm->forward(x); }
 };
 
 }  // namespace
