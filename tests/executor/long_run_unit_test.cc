@@ -2,8 +2,6 @@
 // (one event per action, flows pair), checkpoint manifests and the resume
 // refusals, the wait board. Milliseconds.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,11 +18,14 @@
 #include "executor/runtime/straggler.h"
 #include "executor/runtime/watchdog.h"
 #include "schedules/trace_format.h"
+#include "tests/testing/free_port.h"
 #include "tests/testing/schedule_util.h"
 #include "tests/testing/test_plans.h"
 
 namespace pw::exec {
 namespace {
+
+using ::pw::testing::FreePort;
 
 Plan SmallPlan(const std::string& schedule, int pp, int m) {
   PlanSpec spec;
@@ -280,27 +281,6 @@ TEST(WaitBoard, TruncatesAndTerminates) {
   EXPECT_STREQ(board.Text(), "rank 1, step 2, action 3 '1F2' waiting for 1RECV_F2 (microbatch 2) from rank 0");
   board.Set(std::string(2000, 'x'));
   EXPECT_EQ(std::string(board.Text()).size(), WaitBoard::kCapacity - 1);
-}
-
-// A loopback port for a test's rendezvous: below Linux's ephemeral range
-// (32768-60999), so that the outgoing connections of this or a concurrent
-// test (whose local ports the kernel picks from that range) cannot take it
-// between this check and the master's bind; different per process and per
-// call, and checked to be bindable now.
-int FreePort() {
-  static int calls = 0;
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port = 10000 + static_cast<int>((static_cast<long>(::getpid()) * 97 + (calls++) * 211) % 20000);
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    ::close(fd);
-    if (ok) return port;
-  }
-  return 0;
 }
 
 // Ranks as threads of this process, each with its own TcpCommunicator over

@@ -1,11 +1,8 @@
 // NcclCommunicator: always compiled and linked where CUDA + NCCL exist; the
 // GPU checks skip on machines without a CUDA device (CI here), and run on the
 // GPU machine through launch/device-check.sh.
-#include <arpa/inet.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +19,12 @@
 #include "executor/comm/loopback_communicator.h"
 #include "executor/comm/nccl_communicator.h"
 #include "executor/comm/tcp_communicator.h"
+#include "tests/testing/free_port.h"
 
 namespace pw::exec {
 namespace {
+
+using ::pw::testing::FreePort;
 
 TEST(Nccl, BuiltAndLinked) {
   // Creating on a machine without a device must fail with a clear error,
@@ -110,23 +110,6 @@ TEST(Nccl, TestCompletesWithoutWait) {
 }
 
 // ---- NCCL bootstrapped through the TCP rendezvous (torchrun) ----
-
-// A loopback port free now, different per process and call.
-int FreePort() {
-  static int calls = 0;
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port = 20000 + static_cast<int>((static_cast<long>(::getpid()) * 131 + (calls++) * 173) % 20000);
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    ::close(fd);
-    if (ok) return port;
-  }
-  return 0;
-}
 
 std::string Hex(const std::string& bytes) {
   std::string out;
