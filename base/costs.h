@@ -17,6 +17,12 @@ struct StageCost {
   // Data-parallel gradient reduction of the stage once per step (REDUCE_GRAD):
   // all-reduce, or reduce-scatter + all-gather with ZeRO-1; 0 when dp_size 1.
   double reduce_grad = 0.0;
+  // The optimizer step over the stage's parameters, once per step, after the
+  // stage's last action and its REDUCE_GRAD (AdamW with the gradient zeroing
+  // of the next step; under tensor parallelism also the all-reduce of the
+  // replicated parameters' partial gradients). 0 = not modelled (layer-cost
+  // files and device costs leave it out; `pipewright profile` measures it).
+  double optimizer = 0.0;
   // "F&B" of DualPipe (DeepSeek-V3 report, Table 2): one overlapped pair
   // (OVERLAP_F_B) whose F half is this stage's forward and whose B half is
   // the full backward of another stage `other` of the same rank; < 0 means

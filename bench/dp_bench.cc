@@ -154,7 +154,7 @@ Status RunSchedule(const Config& cfg, const std::string& schedule, Communicator&
     if (!std::isfinite(r.loss)) return Status::ComputeError("non-finite loss");
     if (step < cfg.warmup) continue;
     steps.push_back(r.step_s);
-    makespans.push_back(r.makespan_s);
+    makespans.push_back(r.actions_end_s);
     exposed.push_back(r.reduce_wait_s);
     double post = 0;
     for (const ReduceSpan& rs : r.reduce_spans) post = std::max(post, rs.start_s);

@@ -107,7 +107,7 @@ class PlanRun {
     const int64_t peak = TrackedCpuPeakBytes() - start;
     if (!std::isfinite(r.loss)) wrong_ = 1;
     if (step < cfg_.warmup_steps) return Status::Ok();
-    makespans_.push_back(r.makespan_s);
+    makespans_.push_back(r.actions_end_s);
     busies_.push_back(r.busy_s);
     bubbles_.push_back(r.bubble_ratio);
     steps_opt_.push_back(r.step_s);
@@ -125,7 +125,7 @@ class PlanRun {
       last_end = std::max(last_end, r.spans[k].end_s);
     }
     const double over = std::max(0.0, last_end - busy - r.wait_s);
-    overheads_.push_back(over / r.makespan_s);
+    overheads_.push_back(over / r.actions_end_s);
     per_action_.push_back(over / static_cast<double>(acts.size()));
     last_spans_ = r.spans;
     return Status::Ok();

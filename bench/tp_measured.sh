@@ -63,11 +63,15 @@ measure() {  # measure PLAN NP: mean step of each of REPS runs (6 steps, the fir
   local out=()
   for _ in $(seq 1 "$reps"); do
     "${mpi[@]}" -np "$2" "${prio[@]}" "$pw" run --plan "$1" --data text.txt --steps 6 > run.txt 2>&1 || { cat run.txt; exit 1; }
+    # The run's own measure of its TP collectives' share of the step
+    # (waits included; "tensor parallel: ... (S % of the step, mean)").
+    sed -n 's/^tensor parallel: .*(\([0-9.]*\) % of the step.*/\1/p' run.txt >> tp_share.txt
     out+=("$(sed -n 's/^step [3-6]\/6 .*| step \([0-9.]*\) s |.*/\1/p' run.txt | awk '{ s += $1; n++ } END { printf "%.4f", s / n }')")
   done
   echo "${out[*]}"
 }
 m2=$(measure tp2.json 2)
+tp_share=$(awk '{ s += $1; n++ } END { if (n) printf "%.1f %%", s / n; else printf "-" }' tp_share.txt)
 m1=$(measure tp1.json 1)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 stats() {  # stats PLANNED "M1 M2 ...": median, ratio measured / planned
@@ -90,6 +94,9 @@ share_b=$(python3 -c "import sys; print('%.1f %%' % (100 * (float(sys.argv[1]) -
 printf '| TP2 x PP1 (SP), plan from the TP-measured profile (b) | %.4f | %s (inside the layers; (a)'"'"'s collective seconds / this step) | %s |\n' "$p2m" "$share_b" "$(stats "$p2m" "$m2")"
 printf '| TP2 x PP1 (SP), plan from the T = 1 profile scaled + measured collectives (a) | %.4f | %s | %s |\n' "$p2" "$share" "$(stats "$p2" "$m2")"
 printf '| TP1 x PP1 (control), plan from (a) | %.4f | - | %s |\n' "$p1" "$(stats "$p1" "$m1")"
+echo
+echo "TP collectives measured in the TP2 runs themselves (the run's \"tensor parallel:\" line: seconds in the group's"
+echo "collectives, waits for the peer included, over the step; mean of steps 2-6 and of the runs): $tp_share."
 echo
 echo "Collectives measured over 2 ranks (profile, whole-tensor bytes, median):"
 echo

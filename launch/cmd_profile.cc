@@ -177,8 +177,11 @@ Status RunProfile(const ProfileCommandOptions& c) {
                        {"tp_size", c.tp},
                        {"sequence_parallel", lo.sequence_parallel},
                        {"statistic", "median"}};
-      PW_RETURN_IF_ERROR(FitProfile(profile, m.static_bytes));
+      PW_RETURN_IF_ERROR(FitProfile(profile, m.static_bytes, m.optimizer_s));
       std::printf("\nfits (least squares on relative residuals, Eigen):\n%s", FormatProfileFits(profile).c_str());
+      std::printf("optimizer step per layer (zero grads%s + AdamW, median):", c.tp > 1 ? ", TP partial sums" : "");
+      for (const auto& [kind, sec] : m.optimizer_s) std::printf(" %s %.3f ms", kind.c_str(), 1e3 * sec);
+      std::printf("\n");
       if (profile.comm)
         std::printf("comm model: latency %.3f us, bandwidth %.3f GB/s\n", 1e6 * profile.comm->latency_s,
                     profile.comm->bandwidth_bytes_per_s / 1e9);

@@ -395,6 +395,8 @@ StatusOr<Plan> ParsePlan(const std::string& text, const std::string& source) {
     if (cost->contains("B")) PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "B", &st.cost.b));
     if (cost->contains("REDUCE_GRAD"))
       PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "REDUCE_GRAD", &st.cost.reduce_grad));
+    if (cost->contains("OPTIMIZER"))
+      PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "OPTIMIZER", &st.cost.optimizer));
     st.cost.overlap_fb = -1;
     if (cost->contains("F&B")) PW_RETURN_IF_ERROR(rd.NonNegative(*cost, path + ".cost_s", "F&B", &st.cost.overlap_fb));
     const json* mem;
@@ -518,6 +520,7 @@ std::string PlanToJson(const Plan& plan) {
     if (s.cost.b >= 0) js["cost_s"]["B"] = s.cost.b;
     if (plan.dp_size > 1) js["cost_s"]["REDUCE_GRAD"] = s.cost.reduce_grad;
     if (s.cost.overlap_fb >= 0) js["cost_s"]["F&B"] = s.cost.overlap_fb;
+    if (s.cost.optimizer > 0) js["cost_s"]["OPTIMIZER"] = s.cost.optimizer;
     js["memory_bytes"]["static"] = s.memory.static_bytes;
     js["memory_bytes"]["activation"] = s.memory.activation;
     js["memory_bytes"]["wstash"] = s.memory.wstash;

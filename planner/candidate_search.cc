@@ -458,6 +458,8 @@ void CandidateSearch::Simulate(Candidate& c, const ScheduleInfo& family, const L
       for (int l = chosen[s]; l < chosen[s + 1]; ++l) n += params[l];
       req.costs.stages[s].reduce_grad = StageReduceSeconds(n, dp_);
       req.costs.memory[s].reduce_buffer = ReduceBufferBytes(n, dp_);
+      // ZeRO-1: each rank steps its 1/D shard of the optimizer state.
+      if (dp_.distributed_optimizer) req.costs.stages[s].optimizer /= dp_.dp_size;
     }
   }
   if (limit_ != kUnlimitedBytes && adaptive) {

@@ -76,6 +76,9 @@ StatusOr<LayerCostTable> TensorParallelProfileCosts(const LayerCostTable& whole,
     c.i = c.i * ri + comm_i;
     c.w = c.w * rw + comm_w;
     if (c.b >= 0) c.b = c.b * rb + comm_i + comm_w;
+    // The optimizer step touches each parameter a fixed number of times:
+    // it scales with the rank's share of the layer's static bytes.
+    c.optimizer *= ratio(static_cast<double>(ft.static_bytes), static_cast<double>(f1.static_bytes));
     c.activation_bytes = bytes(c.activation_bytes, ft.activation_bytes, f1.activation_bytes);
     c.wstash_bytes = bytes(c.wstash_bytes, ft.wstash_bytes, f1.wstash_bytes);
     c.static_bytes = bytes(c.static_bytes, ft.static_bytes, f1.static_bytes);
@@ -130,6 +133,7 @@ StageSum SumStage(const LayerCostTable& table, int begin, int end) {
     s.cost.f += c.f;
     s.cost.i += c.i;
     s.cost.w += c.w;
+    s.cost.optimizer += c.optimizer;
     s.memory.static_bytes += c.static_bytes;
     s.memory.activation += c.activation_bytes;
     s.memory.wstash += c.wstash_bytes;

@@ -52,7 +52,8 @@ Status SameWidth(const ModelConfig& a, const ModelConfig& b, const std::string& 
 
 }  // namespace
 
-Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static_bytes) {
+Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static_bytes,
+                  const std::map<std::string, double>& optimizer_s) {
   profile.fits.clear();
   for (const char* kind : kProfileKinds) {
     std::vector<const ProfileSample*> mine;
@@ -98,6 +99,8 @@ Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static
         &kf.wstash_bytes));
     auto it = static_bytes.find(kind);
     kf.static_bytes = it != static_bytes.end() ? it->second : 0;
+    auto opt = optimizer_s.find(kind);
+    kf.optimizer_s = opt != optimizer_s.end() ? opt->second : 0.0;
     profile.fits[kind] = kf;
   }
   if (!profile.comm_samples.empty()) {
@@ -186,6 +189,7 @@ StatusOr<LayerCostTable> ProfileLayerCosts(const Profile& profile, const json& m
     c.activation_bytes = std::llround(y.at("activation_bytes"));
     c.wstash_bytes = std::llround(y.at("wstash_bytes"));
     c.static_bytes = k.static_bytes;
+    c.optimizer = k.optimizer_s;
     // The head's output is the scalar loss (fp32); the others send (b, s, C).
     c.output_bytes = kind == "head" ? 4 : b * s * want.hidden * profile.element_bytes;
     t.layers.push_back(std::move(c));

@@ -125,7 +125,7 @@ StatusOr<json> ProfileToJson(const Profile& p) {
     j["collectives"] = {{"samples", cs}, {"fits", fits_c}};
   }
   json fits = json::object();
-  for (const auto& [kind, k] : p.fits)
+  for (const auto& [kind, k] : p.fits) {
     fits[kind] = {{"F", FitToJson(k.f)},
                   {"I", FitToJson(k.i)},
                   {"W", FitToJson(k.w)},
@@ -133,6 +133,8 @@ StatusOr<json> ProfileToJson(const Profile& p) {
                   {"activation_bytes", FitToJson(k.activation_bytes)},
                   {"wstash_bytes", FitToJson(k.wstash_bytes)},
                   {"static_bytes", k.static_bytes}};
+    if (k.optimizer_s > 0) fits[kind]["optimizer_s"] = k.optimizer_s;
+  }
   j["fits"] = fits;
   json samples = json::array();
   for (const ProfileSample& s : p.samples)
@@ -188,6 +190,12 @@ StatusOr<Profile> ParseProfileFields(const json& j, const std::string& source) {
     if (!o.contains("static_bytes") || !o["static_bytes"].is_number_integer() || o["static_bytes"].get<int64_t>() < 0)
       return Status::InvalidArgument(path + ".static_bytes must be an integer >= 0 (bytes)");
     k.static_bytes = o["static_bytes"].get<int64_t>();
+    if (o.contains("optimizer_s")) {
+      if (!o["optimizer_s"].is_number() || !(o["optimizer_s"].get<double>() >= 0) ||
+          !std::isfinite(o["optimizer_s"].get<double>()))
+        return Status::InvalidArgument(path + ".optimizer_s must be a finite number >= 0 (seconds per step)");
+      k.optimizer_s = o["optimizer_s"].get<double>();
+    }
     p.fits[it.key()] = k;
   }
   if (j.contains("comm")) {

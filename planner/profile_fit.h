@@ -13,7 +13,8 @@
 //    "recompute": "none",
 //    "comm": {"latency_s": ..., "bandwidth_bytes_per_s": ..., "fit": FIT},
 //    "fits": {"embedding"|"block"|"head": {"F": FIT, "I": FIT, "W": FIT, "B": FIT,
-//             "activation_bytes": FIT, "wstash_bytes": FIT, "static_bytes": N}},
+//             "activation_bytes": FIT, "wstash_bytes": FIT, "static_bytes": N,
+//             "optimizer_s": s (optional, 0 when absent)}},
 //    "samples": [{"kind": "block", "micro_batch_size": 2, "seq_length": 64,
 //                 "F": s, "I": s, "W": s, "B": s, "activation_bytes": n,
 //                 "wstash_bytes": n, "output_bytes": n}, ...],
@@ -92,6 +93,10 @@ StatusOr<LinearFit> FitLeastSquares(const std::vector<FitPoint>& points, const s
 struct KindFit {
   LinearFit f, i, w, b, activation_bytes, wstash_bytes;
   int64_t static_bytes = 0;  // measured: params + grads + AdamW state (shape-independent)
+  // Measured: seconds of one optimizer step over the layer's parameters
+  // (gradient zeroing + AdamW step; under TP the partial-gradient sum too).
+  // Shape-independent; 0 for profiles written before it was measured.
+  double optimizer_s = 0;
 };
 
 struct Profile {
@@ -120,11 +125,13 @@ struct Profile {
 // and {"tokens", "one"} for the embedding and the head; wstash with
 // {"tokens", "one"} (GEMM inputs and output gradients only, ZB paper Table 1:
 // linear in tokens). A kind measured at a single sequence length drops
-// tokens_x_seq. `static_bytes` by kind are copied in. Comm: one-way time =
+// tokens_x_seq. `static_bytes` and `optimizer_s` by kind are copied in (a
+// kind missing from `optimizer_s` gets 0). Comm: one-way time =
 // latency + bytes / bandwidth fitted on comm_samples (if any); likewise each
 // (kind, ranks) of collective_samples into collective_fits.
 // Errors: those of FitLeastSquares, naming the kind and quantity.
-Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static_bytes);
+Status FitProfile(Profile& profile, const std::map<std::string, int64_t>& static_bytes,
+                  const std::map<std::string, double>& optimizer_s = {});
 // The collective part of FitProfile alone: collective_fits from
 // collective_samples (ParseProfile calls it on the samples it read).
 Status FitCollectives(Profile& profile);

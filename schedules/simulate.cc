@@ -412,8 +412,16 @@ class Engine {
     if (!marks.empty())
       return Status::InvalidArgument("deadlock: no rank can make progress" + why + "\n" + FormatGrid(p_, marks));
     double sum_busy = 0;
-    for (int r = 0; r < p_.pp_size; ++r)
-      for (const ActionTiming& t : result_.timing[r]) result_.makespan_s = std::max(result_.makespan_s, t.end);
+    // Rule 11: each rank's optimizer step runs after its last action and its
+    // reductions, for the sum of its stages' optimizer seconds (compute).
+    std::vector<double> optimizer(p_.pp_size, 0.0), actions_end(p_.pp_size, 0.0);
+    for (int s = 0; s < p_.num_stages; ++s) optimizer[p_.stage_to_rank[s]] += c_.stages[s].optimizer;
+    for (int r = 0; r < p_.pp_size; ++r) {
+      for (const ActionTiming& t : result_.timing[r]) actions_end[r] = std::max(actions_end[r], t.end);
+      result_.makespan_s = std::max(result_.makespan_s, actions_end[r]);
+      if (optimizer[r] > 0)
+        result_.makespan_s = std::max(result_.makespan_s, std::max(actions_end[r], reduce_free_[r]) + optimizer[r]);
+    }
     for (int r = 0; r < p_.pp_size; ++r) {
       RankResult& rr = result_.per_rank[r];
       if (held_buffers_[r] != 0) {  // the optimizer step frees the reduction buffers
@@ -422,11 +430,14 @@ class Engine {
       }
       rr.end_memory_bytes = mem_[r];
       if (rr.first_compute_start_s == std::numeric_limits<double>::infinity()) rr.first_compute_start_s = 0;
+      rr.optimizer_s = optimizer[r];
+      rr.busy_s += optimizer[r];
       sum_busy += rr.busy_s;
-      // A rank's next step needs its reduced gradients (its optimizer step
-      // waits for its REDUCE_GRADs): they end its step too.
+      // A rank's next step needs its reduced gradients and its optimizer step
+      // (which waits for its REDUCE_GRADs): they end its step too.
       result_.steady_step_s =
-          std::max(result_.steady_step_s, std::max(rr.last_compute_end_s, reduce_free_[r]) - rr.first_compute_start_s);
+          std::max(result_.steady_step_s,
+                   std::max(rr.last_compute_end_s, reduce_free_[r]) + optimizer[r] - rr.first_compute_start_s);
     }
     double total = p_.pp_size * result_.makespan_s;
     result_.bubble_ratio = BubbleRatio(sum_busy, p_.pp_size, result_.makespan_s);

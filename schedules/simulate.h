@@ -11,6 +11,8 @@
 // reduction at a time, in list order) while the rank computes on; the step
 // (makespan) ends when the last reduction is done, so only its exposed part
 // lengthens the step. Its reduce_buffer bytes are held until the step ends.
+// Then each rank runs its optimizer step (rule 11) for the sum of its
+// stages' cost.optimizer seconds: busy time that ends the rank's step.
 // A compute-only program (no SEND/RECV) is simulated as if every cross-rank
 // dependency were sent right after its producer and received in time.
 // Cost: linear in the number of actions (each action is visited once; a
@@ -41,7 +43,8 @@ struct MemoryPoint {
 };
 
 struct RankResult {
-  double busy_s = 0.0;                 // sum of compute durations (rule 8)
+  double busy_s = 0.0;                 // sum of compute durations, optimizer step included (rules 8, 11)
+  double optimizer_s = 0.0;            // the optimizer step after the rank's last action (rule 11)
   double first_compute_start_s = 0.0;  // start of the first F/B/I/W
   double last_compute_end_s = 0.0;     // end of the last F/B/I/W
   int64_t start_memory_bytes = 0;      // static bytes of the rank's stages
@@ -55,8 +58,10 @@ struct RankResult {
 struct SimResult {
   std::vector<std::vector<ActionTiming>> timing;  // [rank][index], same shape as Program::ranks
   std::vector<RankResult> per_rank;               // size P
-  double makespan_s = 0.0;                        // latest end of any action (rule 8)
-  double steady_step_s = 0.0;    // max over ranks of last compute (or REDUCE_GRAD) end - first compute start (rule 9)
+  double makespan_s = 0.0;  // latest end of any action or optimizer step (rules 8, 11)
+  // Max over ranks of: end of the last compute (or REDUCE_GRAD) + optimizer
+  // step - start of the first compute (rules 9, 11).
+  double steady_step_s = 0.0;
   double bubble_ratio = 0.0;     // 1 - sum(busy) / (P * makespan) (rule 8)
   double bubble_overhead = 0.0;  // Megatron's idle/busy: (P*makespan - sum busy) / sum busy
 };

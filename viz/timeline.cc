@@ -118,6 +118,7 @@ Timeline TimelineFromSimulation(const Program& program, const StageCosts& costs,
       if (IsRecv(a.type)) recvs[{a.stage, a.type == ActionType::kRecvF ? 0 : 1, a.microbatch}] = {r, at};
     }
     const RankResult& rr = sim.per_rank[r];
+    tr.optimizer_s = rr.optimizer_s;
     tr.memory.push_back({0.0, rr.start_memory_bytes});
     tr.memory.insert(tr.memory.end(), rr.memory.begin(), rr.memory.end());
   }
@@ -185,8 +186,17 @@ void ComputeTimelineMetrics(Timeline* t) {
       if (IsReduceGrad(b.action.type)) reduce_end = std::max(reduce_end, b.end);
     }
     if (tr.compute.empty()) tr.first_compute_start_s = 0;
-    t->steady_step_s =
-        std::max(t->steady_step_s, std::max(tr.last_compute_end_s, reduce_end) - tr.first_compute_start_s);
+    // The optimizer step follows the rank's last action and reductions
+    // (rule 11): busy time that ends the rank's step.
+    double end = std::max(tr.last_compute_end_s, reduce_end);
+    if (tr.optimizer_s > 0) {
+      for (const TimelineBlock& b : tr.comm) end = std::max(end, b.start);  // a message's post (simulate.cc)
+      tr.optimizer_start_s = end;
+      end += tr.optimizer_s;
+      tr.busy_s += tr.optimizer_s;
+      t->makespan_s = std::max(t->makespan_s, end);
+    }
+    t->steady_step_s = std::max(t->steady_step_s, end - tr.first_compute_start_s);
     sum_busy += tr.busy_s;
     tr.peak_memory_bytes = 0;
     for (size_t i = 0; i < tr.memory.size(); ++i)

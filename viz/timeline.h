@@ -47,7 +47,12 @@ struct TimelineRank {
   std::vector<TimelineBlock> comm;     // SEND/RECV and REDUCE_GRAD in list order
   std::vector<MemoryPoint> memory;     // bytes in use after each time (step function); may be empty
   int64_t peak_memory_bytes = 0;       // max of `memory` (0 if unknown)
-  double busy_s = 0.0;                 // sum of compute durations
+  double busy_s = 0.0;                 // sum of compute durations, optimizer step included
+  // The rank's optimizer step after its last action and reductions
+  // (PLAN_FORMAT rule 11; simulated plans with cost_s.OPTIMIZER only):
+  // seconds, and its start.
+  double optimizer_s = 0.0;
+  double optimizer_start_s = 0.0;
   double first_compute_start_s = 0.0;
   double last_compute_end_s = 0.0;
   // Idle rank-time inside [0, makespan]: makespan - busy_s.

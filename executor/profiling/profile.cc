@@ -19,6 +19,7 @@
 #include "executor/runtime/cpu_allocator.h"
 #include "executor/runtime/host_memory.h"
 #include "executor/runtime/tensor_parallel.h"
+#include "executor/runtime/torch_util.h"
 #include "executor/runtime/torch_backend.h"
 #include "models/spec/model_config.h"
 #include "models/spec/model_family.h"
@@ -225,6 +226,52 @@ StatusOr<int64_t> MeasureStaticBytes(const ModelConfig& c, int layer, torch::Dty
   return TrackedCpuBytes() - base;
 }
 
+// Seconds of one optimizer step over one layer's parameters, as
+// Engine::Step runs it for a stage: the gradient zeroing, under tensor
+// parallelism the sum of the replicated parameters' partial gradients over
+// the group (SumPartialGradients, one all-reduce), and the AdamW step with the
+// run's default options (EngineOptions). Gradients come from one F + B; the
+// median of `rounds` timed steps after `warmup` untimed ones. Under TP,
+// collective over the group (every rank calls it with the same layer).
+StatusOr<double> MeasureOptimizerSeconds(const ModelConfig& c, int layer, torch::Dtype dtype, uint64_t seed,
+                                         const models::TensorParallelContext& tp, int warmup, int rounds) {
+  LayerRun run;
+  run.config = c;
+  run.layer = layer;
+  run.dtype = dtype;
+  run.opts = torch::TensorOptions().dtype(dtype);
+  run.module = models::MakeGptLayer(c, layer, seed, dtype);
+  run.module->SetSink(&run.store);
+  run.tp = tp;
+  PW_RETURN_IF_ERROR(run.ShardTensorParallel());
+  std::vector<torch::Tensor> params, partial;
+  const std::string name = LayerNames(c)[layer];
+  for (auto& item : run.module->named_parameters(/*recurse=*/true)) {
+    params.push_back(item.value());
+    if (!tp.group) continue;
+    PW_ASSIGN_OR_RETURN(bool part, TensorParallelPartialGradient(c, name + "." + item.key(), tp.size(),
+                                                                 tp.sequence_parallel));
+    if (part) partial.push_back(item.value());
+  }
+  torch::optim::AdamW opt = MakeOptimizer(params, EngineOptions{});
+  {
+    torch::Tensor x = run.Input(1, 8);
+    torch::Tensor t = torch::randint(c.vocab, {1, 8}, torch::TensorOptions().dtype(torch::kLong));
+    torch::Tensor out = run.Forward(x, t);
+    torch::Tensor dy = layer == LayerCount(c) - 1 ? torch::Tensor() : torch::randn(out.sizes(), run.opts);
+    run.Backward(out, dy, false, 0);
+  }
+  std::vector<double> samples;
+  for (int k = 0; k < warmup + rounds; ++k) {
+    const auto t0 = Clock::now();
+    ZeroGrads(params);
+    if (tp.group) PW_RETURN_IF_ERROR(SumPartialGradients(*tp.group, partial, "profiling the optimizer step"));
+    opt.step();
+    if (k >= warmup) samples.push_back(Since(t0));
+  }
+  return Median(samples);
+}
+
 // With `comm`: every rank's status of the step just done, gathered; the
 // first failure (naming its rank) is returned on every rank, so no rank waits
 // for one that stopped. Without: `mine`.
@@ -324,6 +371,8 @@ StatusOr<LayerMeasurements> MeasureLayers(const LayerProfileOptions& o, std::FIL
     for (int layer : {0, 1, last}) {
       const char* kind = KindOf(config, layer);
       PW_ASSIGN_OR_RETURN(m.static_bytes[kind], MeasureStaticBytes(config, layer, dtype, o.seed, tp));
+      PW_ASSIGN_OR_RETURN(m.optimizer_s[kind],
+                          MeasureOptimizerSeconds(config, layer, dtype, o.seed, tp, o.warmup, o.repetitions));
       auto run = std::make_unique<LayerRun>();
       run->config = config;
       run->layer = layer;

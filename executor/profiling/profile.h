@@ -56,6 +56,9 @@ struct LayerProfileOptions {
 struct LayerMeasurements {
   std::vector<ProfileSample> samples;           // one per (kind, b, s)
   std::map<std::string, int64_t> static_bytes;  // per kind: params + grads + AdamW state, measured
+  // Per kind: seconds of one optimizer step over the layer's parameters
+  // (zeroing, TP partial-gradient sum, AdamW; median of `repetitions`).
+  std::map<std::string, double> optimizer_s;
   int64_t element_bytes = 4;
 };
 

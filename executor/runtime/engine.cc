@@ -344,7 +344,11 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
   const Clock::time_point t0 = Clock::now();
   std::vector<torch::Tensor> params;
   for (auto& np : m.named_params) params.push_back(np.second);
+  const double tp_before = m.tp_group ? CollectiveSeconds(*m.tp_group) : 0.0;
   ZeroGrads(params);
+  // The optimizer step's compute (PLAN_FORMAT rule 11): the zeroing above,
+  // the TP partial-gradient sums and the AdamW step below; busy time.
+  double optimizer_s = std::chrono::duration<double>(Clock::now() - t0).count();
   m.backend->BeginStep(&batch);
   StatusOr<RankStepTiming> ran = RunRankStep(m.program, m.step, *m.comm, *m.backend, hooks);
   if (!ran.ok() && (m.dp_size > 1 || m.tp_size > 1))  // the interpreter names the pipeline rank
@@ -352,8 +356,11 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
                                     std::to_string(m.dp_rank) + ", tensor-parallel rank " + std::to_string(m.tp_rank) +
                                     ")");
   PW_ASSIGN_OR_RETURN(RankStepTiming timing, std::move(ran));
-  if (!m.sync)  // with data parallelism the REDUCE_GRAD actions did it
+  if (!m.sync) {  // with data parallelism the REDUCE_GRAD actions did it
+    const Clock::time_point p0 = Clock::now();
     for (const auto& [stage, params] : m.tp_partial) PW_RETURN_IF_ERROR(m.SumTensorParallelPartials(stage));
+    optimizer_s += std::chrono::duration<double>(Clock::now() - p0).count();
+  }
   // Data parallel: wait for the reductions the REDUCE_GRAD actions started
   // (the time blocked here is the all-reduce's exposed time).
   double reduce_wait_s = 0.0;
@@ -443,6 +450,7 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
         if (p.grad().defined()) p.mutable_grad().mul_(coef);
     }
   }
+  const Clock::time_point o0 = Clock::now();
   if (apply_optimizer && zero1) {
     Status st = m.sync->Zero1Step();
     if (!st.ok()) return st.WithContext("rank " + std::to_string(m.world->rank()) + ", step " + std::to_string(m.step));
@@ -454,25 +462,32 @@ StatusOr<StepReport> Engine::Step(const TokenBatch& batch, bool apply_optimizer,
                                   ": optimizer step: " + e.what_without_backtrace());
     }
   }
-  const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const Clock::time_point done = Clock::now();
+  optimizer_s += std::chrono::duration<double>(done - o0).count();
+  const double step_s = std::chrono::duration<double>(done - t0).count();
   // Over the whole world: each replica's last stage contributes its mean
   // loss over its rows (TP rank 0 of it: the TP ranks hold the same loss),
   // so the global batch's mean is the sum / D (equal rows per replica); busy
   // seconds are averaged over the replicas and TP ranks.
-  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.world, {m.tp_rank == 0 ? m.backend->StepLoss() : 0.0, timing.busy_s,
-                                                            timing.end_s, step_s, reduce_wait_s}));
+  // The optimizer step is busy time (PLAN_FORMAT rule 11), so the bubble is
+  // the idle share of the whole step, as the simulator's.
+  const double tp_s = m.tp_group ? CollectiveSeconds(*m.tp_group) - tp_before : 0.0;
+  PW_ASSIGN_OR_RETURN(auto all, AllGatherDoubles(*m.world, {m.tp_rank == 0 ? m.backend->StepLoss() : 0.0,
+                                                            timing.busy_s + optimizer_s, step_s, reduce_wait_s, tp_s,
+                                                            timing.end_s}));
   StepReport r;
   for (const auto& v : all) {
     r.rank_busy_s.push_back(v[1]);
     r.loss += v[0];
     r.busy_s += v[1];
-    r.makespan_s = std::max(r.makespan_s, v[2]);
-    r.step_s = std::max(r.step_s, v[3]);
-    r.reduce_wait_s = std::max(r.reduce_wait_s, v[4]);
+    r.step_s = std::max(r.step_s, v[2]);
+    r.reduce_wait_s = std::max(r.reduce_wait_s, v[3]);
+    r.tp_collective_s += v[4] / static_cast<double>(all.size());
+    r.actions_end_s = std::max(r.actions_end_s, v[5]);
   }
   r.loss /= m.dp_size;
   r.busy_s /= m.dp_size * m.tp_size;
-  r.bubble_ratio = BubbleRatio(r.busy_s, m.plan.pp_size, r.makespan_s);
+  r.bubble_ratio = BubbleRatio(r.busy_s, m.plan.pp_size, r.step_s);
   r.wait_s = timing.wait_s;
   r.tokens = static_cast<int64_t>(batch.rows) * batch.seq * m.dp_size;
   r.grad_norm = grad_norm;

@@ -1,5 +1,6 @@
 #include "executor/runtime/tensor_parallel.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -52,12 +53,17 @@ class CommTensorParallelGroup : public models::TensorParallelGroup {
     return t.scalar_type() == torch::kDouble ? ElementType::kFloat64 : ElementType::kFloat32;
   }
   int64_t collectives() const { return collectives_; }
+  double seconds() const { return seconds_; }
 
  private:
   void Run(StatusOr<RequestId> posted, const char* what, const torch::Tensor& buf) {
     ++collectives_;
     Status st = posted.status();
-    if (posted.ok()) st = comm_.Wait(*posted);
+    if (posted.ok()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      st = comm_.Wait(*posted);
+      seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     TORCH_CHECK(st.ok(), "tensor-parallel rank ", rank(), " of ", size(), ": ", what, " of ", buf.numel(),
                 " elements: ", st.ToString());
   }
@@ -65,6 +71,7 @@ class CommTensorParallelGroup : public models::TensorParallelGroup {
   Communicator& comm_;
   torch::Device buffers_;
   int64_t collectives_ = 0;
+  double seconds_ = 0.0;
 };
 
 }  // namespace
@@ -76,6 +83,11 @@ std::shared_ptr<models::TensorParallelGroup> MakeTensorParallelGroup(Communicato
 int64_t CollectivesRun(const models::TensorParallelGroup& group) {
   const auto* g = dynamic_cast<const CommTensorParallelGroup*>(&group);
   return g != nullptr ? g->collectives() : 0;
+}
+
+double CollectiveSeconds(const models::TensorParallelGroup& group) {
+  const auto* g = dynamic_cast<const CommTensorParallelGroup*>(&group);
+  return g != nullptr ? g->seconds() : 0.0;
 }
 
 Status SumPartialGradients(models::TensorParallelGroup& group, const std::vector<torch::Tensor>& params,

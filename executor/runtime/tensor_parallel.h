@@ -34,6 +34,12 @@ std::shared_ptr<models::TensorParallelGroup> MakeTensorParallelGroup(Communicato
 // every W runs none.
 int64_t CollectivesRun(const models::TensorParallelGroup& group);
 
+// Seconds this rank has spent waiting for its collectives over a group made
+// by MakeTensorParallelGroup (from post to completion: the transfer and the
+// wait for the slowest peer), summed since the group was made; 0 for any
+// other group. The run reports its share of the step.
+double CollectiveSeconds(const models::TensorParallelGroup& group);
+
 // Sums over the group the gradients of `params` (in order; each rank passes
 // the same list shapes), in one all-reduce of their concatenation: the
 // replicated parameters whose gradient on one rank is only its share

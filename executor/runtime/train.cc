@@ -384,7 +384,7 @@ class StragglerCheck {
 Status TrainSteps(RunContext& run) {
   const RunOptions& options = run.options;
   RunSummary& summary = run.summary;
-  double sum_step = 0, sum_tps = 0, sum_bubble = 0, sum_ckpt = 0, sum_reduce = 0;
+  double sum_step = 0, sum_tps = 0, sum_bubble = 0, sum_ckpt = 0, sum_reduce = 0, sum_tp = 0;
   int counted = 0;
   const int trace_step = options.trace_step < 0 ? options.steps - 1 : options.trace_step;
   std::vector<ActionSpan> traced;
@@ -433,6 +433,7 @@ Status TrainSteps(RunContext& run) {
       sum_tps += tps;
       sum_bubble += r->bubble_ratio;
       sum_reduce += r->reduce_wait_s;
+      sum_tp += r->tp_collective_s;
       ++counted;
     }
     if (run.printer && (step % log_every == 0 || step + 1 == options.steps)) {
@@ -495,6 +496,7 @@ Status TrainSteps(RunContext& run) {
   summary.mean_tokens_per_s = sum_tps / counted;
   summary.mean_bubble_ratio = sum_bubble / counted;
   summary.mean_reduce_wait_s = sum_reduce / counted;
+  summary.mean_tp_collective_s = sum_tp / counted;
   summary.mean_mfu = run.Mfu(summary.mean_step_s);
   return Status::Ok();
 }
@@ -641,6 +643,10 @@ StatusOr<RunSummary> RunTraining(const RunOptions& options, Communicator& comm, 
     if (plan->dp_size > 1)
       std::fprintf(out, "data parallel: %d replicas | all-reduce exposed %.4f s per step (mean)\n", plan->dp_size,
                    summary.mean_reduce_wait_s);
+    if (plan->tp_size > 1)
+      std::fprintf(out, "tensor parallel: %d ranks per group | collectives %.4f s per step (%.1f %% of the step, mean)\n",
+                   plan->tp_size, summary.mean_tp_collective_s,
+                   summary.mean_step_s > 0 ? 100.0 * summary.mean_tp_collective_s / summary.mean_step_s : 0.0);
     // The plan's step is makespan_s with a global barrier, steady_step_s
     // without (docs/PLAN_FORMAT.md rule 9); the executor steps every rank
     // together, so its measured step compares with makespan_s.

@@ -89,6 +89,9 @@ struct RunSummary {
   double mean_bubble_ratio = 0.0;
   double mean_reduce_wait_s =
       0.0;  // dp_size > 1: the all-reduce's exposed seconds per step (StepReport::reduce_wait_s)
+  // tp_size > 1: seconds per step in tensor-parallel collectives
+  // (StepReport::tp_collective_s).
+  double mean_tp_collective_s = 0.0;
   // Model FLOPs utilisation at the mean step (a fraction): model FLOP/s per
   // rank (recomputation not counted) over the plan's device peak_flops; 0
   // when the plan has no device.

@@ -70,13 +70,26 @@ struct NamedValues {
 
 struct StepReport {
   double loss = 0.0;          // global batch's mean cross-entropy (nats/token), same on every rank
-  double step_s = 0.0;        // max over ranks (all replicas): barrier -> optimizer step done
-  double makespan_s = 0.0;    // max over ranks: barrier -> last action (and its sends) done
-  double busy_s = 0.0;        // sum over the ranks of a pipeline of F/B/I/W seconds (mean over replicas)
-  double bubble_ratio = 0.0;  // 1 - busy / (P * makespan), PLAN_FORMAT rule 8, measured
+  // Max over ranks (all replicas): barrier -> optimizer step done; the
+  // measured makespan (PLAN_FORMAT rules 8, 11).
+  double step_s = 0.0;
+  // Max over ranks: the pipeline alone, from the start of the rank's action
+  // list to its last action (and its sends) done; benches compare it with
+  // the simulated step of plans without optimizer costs.
+  double actions_end_s = 0.0;
+  // Sum over the ranks of a pipeline of F/B/I/W seconds plus each rank's
+  // optimizer-step compute (zeroing, TP partial sums, AdamW; rule 11), mean
+  // over the replicas and TP ranks.
+  double busy_s = 0.0;
+  double bubble_ratio = 0.0;  // 1 - busy / (P * step_s), PLAN_FORMAT rule 8, measured
+  // tp_size > 1: mean over the ranks of the seconds spent in tensor-parallel
+  // collectives this step (CollectiveSeconds: transfer + waiting for the
+  // peers; inside F / I / B and the optimizer step's partial sums). 0 else.
+  double tp_collective_s = 0.0;
   double wait_s = 0.0;        // this rank's seconds blocked in receives
-  // Per world rank (index = rank): its F/B/I/W seconds in this step (the
-  // straggler check compares them with the plan's, straggler.h).
+  // Per world rank (index = rank): its F/B/I/W and optimizer-step seconds in
+  // this step (the straggler check compares them with the plan's busy_s,
+  // straggler.h).
   std::vector<double> rank_busy_s;
   int64_t tokens = 0;      // rows * seq_length of the global batch (all replicas)
   double grad_norm = 0.0;  // global L2 norm before clipping (0 unless clip_grad_norm > 0)

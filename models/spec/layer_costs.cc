@@ -61,6 +61,7 @@ StatusOr<LayerCostTable> ParseLayerCosts(const json& j, const std::string& sourc
     PW_RETURN_IF_ERROR(Seconds(l, path, "I", &c.i));
     PW_RETURN_IF_ERROR(Seconds(l, path, "W", &c.w));
     if (l.contains("B")) PW_RETURN_IF_ERROR(Seconds(l, path, "B", &c.b));
+    if (l.contains("OPTIMIZER")) PW_RETURN_IF_ERROR(Seconds(l, path, "OPTIMIZER", &c.optimizer));
     PW_RETURN_IF_ERROR(Bytes(l, path, "activation_bytes", true, &c.activation_bytes));
     PW_RETURN_IF_ERROR(Bytes(l, path, "wstash_bytes", true, &c.wstash_bytes));
     PW_RETURN_IF_ERROR(Bytes(l, path, "static_bytes", true, &c.static_bytes));
@@ -116,6 +117,7 @@ json LayerCostsToJson(const LayerCostTable& t) {
                       {"output_bytes", c.output_bytes},
                       {"transient_bytes", c.transient_bytes}});
     if (c.b >= 0) layers.back()["B"] = c.b;
+    if (c.optimizer > 0) layers.back()["OPTIMIZER"] = c.optimizer;
   }
   j["layers"] = layers;
   return j;

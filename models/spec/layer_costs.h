@@ -10,6 +10,7 @@
 //    "comm": {"latency_s": 1e-5, "bandwidth_bytes_per_s": 2.5e10},  (optional)
 //    "model": { ...HF config... },                       (optional; copied to plans)
 //    "layers": [{"name": "embedding", "F": 0.001, "I": 0.0, "W": 0.002, "B": 0.002 (optional),
+//                "OPTIMIZER": 1e-5 (optional: seconds per step of the optimizer step over the layer's parameters),
 //                "activation_bytes": 0, "wstash_bytes": 0, "static_bytes": 0,
 //                "output_bytes": 0, "transient_bytes": 0 (optional)}, ...]}
 #pragma once
@@ -37,6 +38,9 @@ struct LayerCost {
   int64_t output_bytes = 0;     // forward message to the next layer
   int64_t transient_bytes = 0;  // live only while this layer's backward recomputes
   double b = -1;                // full backward, seconds (optional "B"); < 0 = not given: B = I + W
+  // Optimizer step over the layer's parameters, seconds once per step
+  // (optional "OPTIMIZER"; StageCost::optimizer sums it over a stage).
+  double optimizer = 0;
 };
 
 struct LayerCostTable {
