@@ -1,7 +1,8 @@
 // `pipewright elastic --np N [--hostfile F] [--min-np K] [--max-restarts R]
 //  <plan flags> -- <run flags>`: plans for N devices, runs the plan under
 // mpirun, and when a rank is lost (killed, crashed, or stopped by the
-// watchdog) re-plans for the devices left and resumes from the latest
+// watchdog) re-plans for the devices left (T x P x D, or P x D on a multiple
+// of T devices when the plan flags fix --tp T) and resumes from the latest
 // complete checkpoint, until --steps are done (docs/ELASTIC.md).
 //
 // Torch-free: it starts `pipewright plan` and `mpirun ... pipewright run` as
@@ -52,6 +53,10 @@ struct ElasticOptions {
   std::vector<std::string> mpirun_args;  // --mpirun-arg, repeatable (e.g. --oversubscribe)
   std::string work_dir;                  // default: <checkpoint dir>/elastic
   std::vector<std::string> plan_args;    // everything else before --
+  // --tp / --tensor-model-parallel-size T among the plan flags: every launch
+  // plans T (and runs on a multiple of T ranks); 0 when not given, and then
+  // each launch's `plan --num-devices` searches T as well as P and D.
+  int tp = 0;
   std::vector<std::string> run_args;     // everything after --
   // Test drills (hidden --fault-drill LAUNCH:RANK:STEP:KIND, repeatable):
   // launch number LAUNCH (0 = the first) runs with run's --fault-rank RANK
@@ -70,6 +75,8 @@ struct ElasticOptions {
 const char* const kPlanFlagsElasticSets[] = {
     "--num-devices", "--pp", "--pipeline-model-parallel-size", "--dp", "--data-parallel-size", "-o", "--output"};
 const char* const kRunFlagsElasticSets[] = {"--plan", "--resume"};
+// The plan flags that fix T (the same option of `pipewright plan`).
+const char* const kTensorParallelFlags[] = {"--tp", "--tensor-model-parallel-size"};
 // Fault drills (run's test-only --fault-* flags) apply to the first launch
 // only: a drill repeated after every restart would never finish.
 const char* const kFaultFlags[] = {"--fault-rank", "--fault-step", "--fault-kind", "--slow-rank", "--slow-ms"};
@@ -167,17 +174,29 @@ StatusOr<ElasticOptions> ParseElastic(const std::vector<std::string>& before, co
     return Status::InvalidArgument(std::string("elastic: ") + e.what());
   }
   o.plan_args = app.remaining();
-  // T = 1 unless asked: TP checkpoints resume under any layout
-  // (docs/DATA_PARALLEL.md), but elastic's re-planning after a lost rank is
-  // made and tested for P x D only; --num-devices would otherwise search
-  // T > 1 on GPUs.
-  if (!HasFlag(o.plan_args, "--tensor-model-parallel-size") && !HasFlag(o.plan_args, "--tp"))
-    o.plan_args.insert(o.plan_args.end(), {"--tensor-model-parallel-size", "1"});
+  // T is re-planned like P and D: without --tp each launch's `plan
+  // --num-devices` searches it (T <= the device's gpus_per_node, dividing the
+  // devices and the heads), and with --tp it stays fixed, every launch on a
+  // multiple of T ranks. Either way a restart resumes under the new layout:
+  // checkpoints hold full tensors, whatever T wrote them (docs/ELASTIC.md).
   o.run_args = after;
   auto bad = [](const std::string& what) { return Status::InvalidArgument("elastic: " + what); };
   if (o.np < 1) return bad("--np " + std::to_string(o.np) + " must be >= 1");
   if (o.min_np < 1 || o.min_np > o.np)
     return bad("--min-np " + std::to_string(o.min_np) + " must be in [1, --np " + std::to_string(o.np) + "]");
+  for (const char* f : kTensorParallelFlags) {
+    const std::optional<std::string> t = FlagValue(o.plan_args, f);
+    if (!t) continue;
+    if (t->empty() || t->size() > 6 || t->find_first_not_of("0123456789") != std::string::npos || std::stoi(*t) < 1)
+      return bad(std::string(f) + " " + EscapeForTerminal(*t, 64) + " must be an integer >= 1");
+    if (o.tp > 0 && o.tp != std::stoi(*t))
+      return bad("--tp " + std::to_string(o.tp) + " and " + f + " " + *t + " disagree: give T once");
+    o.tp = std::stoi(*t);
+  }
+  if (o.tp > 1 && o.np % o.tp != 0)
+    return bad("--np " + std::to_string(o.np) + " is not a multiple of --tp " + std::to_string(o.tp) +
+               ": every launch runs whole tensor-parallel groups (give --np a multiple of T, or omit --tp and "
+               "let each launch's plan choose T)");
   if (o.max_restarts < 0) return bad("--max-restarts " + std::to_string(o.max_restarts) + " must be >= 0");
   for (const char* f : kPlanFlagsElasticSets)
     if (HasFlag(o.plan_args, f))
@@ -343,9 +362,11 @@ std::string SelfPath() {
   return self;
 }
 
-// "PP4 x DP2" (x DP only when dp_size > 1), the schedule, v and m.
+// "TP2 x PP4 x DP2" (TP only when tp_size > 1, DP only when dp_size > 1),
+// the schedule and m.
 std::string Layout(const Plan& plan) {
-  std::string s = "PP" + std::to_string(plan.pp_size);
+  std::string s = plan.tp_size > 1 ? "TP" + std::to_string(plan.tp_size) + " x " : "";
+  s += "PP" + std::to_string(plan.pp_size);
   if (plan.dp_size > 1) s += " x DP" + std::to_string(plan.dp_size);
   s += " " + plan.schedule + " m=" + std::to_string(plan.num_microbatches);
   return s;
@@ -463,15 +484,28 @@ Status RunElastic(const ElasticOptions& o) {
       }
     }
     ++restarts;
-    const int next = np - lost_slots;
+    // With --tp T a launch runs whole tensor-parallel groups: the devices
+    // left, rounded down to a multiple of T (the rest stay idle). Without
+    // it, each launch's plan chooses a T that divides the devices left.
+    const int left = np - lost_slots;
+    const int next = o.tp > 1 ? left / o.tp * o.tp : left;
+    const std::string rounded =
+        next == left ? std::string()
+                     : " (" + std::to_string(left) + " left, rounded down to a multiple of --tp " +
+                           std::to_string(o.tp) + ")";
     std::printf("elastic: lost rank %s%s (%s) at step %s; ", loss.rank >= 0 ? std::to_string(loss.rank).c_str() : "?",
                 loss.host.empty() ? "" : (" on " + loss.host).c_str(),
                 loss.reason.empty() ? ("run exit " + std::to_string(ran.exit_code)).c_str() : loss.reason.c_str(),
                 loss.step >= 0 ? std::to_string(loss.step + 1).c_str() : "?");
     if (next < o.min_np) {
-      std::printf("%d devices left\n", next);
-      return Status::Infeasible("elastic: " + std::to_string(next) + " devices left, below --min-np " +
-                                std::to_string(o.min_np) + " (" + std::to_string(restarts) + " restarts)");
+      const std::string what = std::to_string(left) + " devices left" +
+                               (next == left ? std::string()
+                                             : ", " + std::to_string(next) +
+                                                   " of them in whole tensor-parallel groups of --tp " +
+                                                   std::to_string(o.tp));
+      std::printf("%s\n", what.c_str());
+      return Status::Infeasible("elastic: " + what + ", below --min-np " + std::to_string(o.min_np) + " (" +
+                                std::to_string(restarts) + " restarts)");
     }
     if (restarts > o.max_restarts) {
       std::printf("no restarts left\n");
@@ -494,8 +528,8 @@ Status RunElastic(const ElasticOptions& o) {
       return Status::Infeasible("elastic: planning for " + std::to_string(np) + " devices failed:" + why);
     }
     PW_ASSIGN_OR_RETURN(Plan next_plan, ReadPlanFile(peek));
-    std::printf("re-planned for %d devices: %s, predicted step %.4g s; resuming from step %d%s\n", np,
-                Layout(next_plan).c_str(), next_plan.predicted.makespan_s, resume_step,
+    std::printf("re-planned for %d devices%s: %s, predicted step %.4g s; resuming from step %d%s\n", np,
+                rounded.c_str(), Layout(next_plan).c_str(), next_plan.predicted.makespan_s, resume_step,
                 resume ? (" (" + resume->second + ")").c_str() : " (no checkpoint yet: from the start)");
     std::fflush(stdout);
   }
@@ -518,8 +552,10 @@ Options:
                               lost one: the run checkpoints that step and stops, elastic re-plans and resumes
 
 Every other flag before -- goes to `pipewright plan` (not --num-devices, --pp, --dp or -o: elastic sets them);
-the flags after -- go to `pipewright run` and must include --steps, --checkpoint-dir and --checkpoint-every
-(not --plan or --resume: elastic sets them).
+without --tp each launch's plan chooses T x P x D for the devices it has, with --tp T every launch keeps T and
+runs on a multiple of T devices (after a loss: the devices left, rounded down). The flags after -- go to
+`pipewright run` and must include --steps, --checkpoint-dir and --checkpoint-every (not --plan or --resume:
+elastic sets them).
 )";
 
 }  // namespace
