@@ -1,15 +1,6 @@
 #include "executor/comm/tcp_communicator.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -20,6 +11,7 @@
 #include <thread>
 
 #include "base/format.h"
+#include "executor/comm/tcp_socket.h"
 
 namespace pw::exec {
 
@@ -44,104 +36,6 @@ int64_t GroupChannelBase(const std::string& identity) {
   }
   return static_cast<int64_t>(((h % (uint64_t{1} << 40)) + 1) * 4);
 }
-
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-bool WriteAll(int fd, const void* data, int64_t bytes) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    ssize_t n = ::send(fd, p, static_cast<size_t>(bytes), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    bytes -= n;
-  }
-  return true;
-}
-
-bool ReadAll(int fd, void* data, int64_t bytes) {
-  char* p = static_cast<char*>(data);
-  while (bytes > 0) {
-    ssize_t n = ::recv(fd, p, static_cast<size_t>(bytes), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    bytes -= n;
-  }
-  return true;
-}
-
-StatusOr<sockaddr_in> Resolve(const std::string& host, int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr)
-    return Status::CommError("MASTER_ADDR " + host + ": cannot resolve");
-  addr.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
-  ::freeaddrinfo(res);
-  return addr;
-}
-
-// Connects to `addr`, retrying until `timeout_s` (the peer may not listen yet).
-StatusOr<int> ConnectRetry(const sockaddr_in& addr, double timeout_s, const std::string& who) {
-  const auto t0 = Clock::now();
-  while (true) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return Status::CommError(Errno("socket"));
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      return fd;
-    }
-    const std::string err = Errno("connect to " + who);
-    ::close(fd);
-    if (std::chrono::duration<double>(Clock::now() - t0).count() > timeout_s)
-      return Status::CommError(err + " (gave up after " + std::to_string(static_cast<int>(timeout_s)) + " s)");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
-StatusOr<int> Listen(const sockaddr_in& addr, const std::string& who) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return Status::CommError(Errno("socket"));
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 256) != 0) {
-    Status st = Status::CommError(Errno("listen on " + who));
-    ::close(fd);
-    return st;
-  }
-  return fd;
-}
-
-// Accepts one connection, waiting at most `timeout_s` seconds (<= 0: no
-// limit) so that a rank that never starts cannot hang the rendezvous.
-StatusOr<int> AcceptOne(int listener, const std::string& who, double timeout_s) {
-  if (timeout_s > 0) {
-    pollfd p{listener, POLLIN, 0};
-    int ready;
-    do {
-      ready = ::poll(&p, 1, static_cast<int>(timeout_s * 1000));
-    } while (ready < 0 && errno == EINTR);
-    if (ready < 0) return Status::CommError(Errno("poll on " + who));
-    if (ready == 0)
-      return Status::CommError("no peer connected to " + who + " within " + std::to_string(timeout_s) +
-                               " s (connect timeout): a rank did not start or cannot reach this host");
-  }
-  int fd = ::accept(listener, nullptr, nullptr);
-  if (fd < 0) return Status::CommError(Errno("accept on " + who));
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return fd;
-}
-
-struct Endpoint {
-  uint32_t ip = 0;    // network order
-  uint16_t port = 0;  // network order
-};
 
 }  // namespace
 
@@ -181,7 +75,7 @@ struct TcpCommunicator::Impl {
   void Reader(int peer) {
     while (true) {
       int64_t header[2];
-      if (!ReadAll(fds[peer], header, sizeof(header))) break;
+      if (!tcp::ReadAll(fds[peer], header, sizeof(header))) break;
       const int64_t channel = header[0];
       const int64_t bytes = header[1];
       void* target = nullptr;
@@ -197,12 +91,12 @@ struct TcpCommunicator::Impl {
         }
       }
       if (target != nullptr) {
-        if (!ReadAll(fds[peer], target, bytes)) break;
+        if (!tcp::ReadAll(fds[peer], target, bytes)) break;
         std::lock_guard<std::mutex> lock(mu);
         requests[id].done = true;
       } else {
         std::string buf(static_cast<size_t>(bytes), '\0');
-        if (!ReadAll(fds[peer], buf.data(), bytes)) break;
+        if (!tcp::ReadAll(fds[peer], buf.data(), bytes)) break;
         std::lock_guard<std::mutex> lock(mu);
         auto& q = posted[{peer, channel}];
         if (id == 0 && !IsCollective(channel) && !q.empty()) {
@@ -245,7 +139,7 @@ struct TcpCommunicator::Impl {
         outq[peer].pop_front();
       }
       int64_t header[2] = {out.channel, out.bytes};
-      const bool ok = WriteAll(fds[peer], header, sizeof(header)) && WriteAll(fds[peer], out.data, out.bytes);
+      const bool ok = tcp::WriteAll(fds[peer], header, sizeof(header)) && tcp::WriteAll(fds[peer], out.data, out.bytes);
       std::lock_guard<std::mutex> lock(mu);
       Request& r = requests[out.id];
       r.done = true;
@@ -495,11 +389,9 @@ TcpCommunicator::~TcpCommunicator() {
     impl_->closing = true;
     impl_->cv.notify_all();
   }
-  for (int fd : impl_->fds)
-    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+  for (int fd : impl_->fds) tcp::Shutdown(fd);
   for (auto& t : impl_->threads) t.join();
-  for (int fd : impl_->fds)
-    if (fd >= 0) ::close(fd);
+  for (int fd : impl_->fds) tcp::Close(fd);
 }
 
 StatusOr<std::unique_ptr<TcpCommunicator>> TcpCommunicator::Create(int rank, int world_size,
@@ -517,70 +409,67 @@ StatusOr<std::unique_ptr<TcpCommunicator>> TcpCommunicator::Create(int rank, int
   s.peer_error.resize(world_size);
   const std::string master = options.master_addr + ":" + std::to_string(options.master_port);
   auto fail = [&](const Status& st) { return Status::CommError("rank " + std::to_string(rank) + ": " + st.message()); };
-  StatusOr<sockaddr_in> master_addr = Resolve(options.master_addr, options.master_port);
-  if (!master_addr.ok()) return fail(master_addr.status());
-  std::vector<Endpoint> table(world_size);
+  StatusOr<tcp::Endpoint> master_addr = tcp::Resolve(options.master_addr, options.master_port);
+  if (!master_addr.ok()) return fail(Status::CommError("MASTER_ADDR " + master_addr.status().message()));
+  std::vector<tcp::Endpoint> table(world_size);
+  const int64_t table_bytes = static_cast<int64_t>(sizeof(tcp::Endpoint) * table.size());
   if (rank == 0) {
-    StatusOr<int> listener = Listen(*master_addr, "MASTER_ADDR:MASTER_PORT " + master);
+    StatusOr<int> listener = tcp::Listen(*master_addr, "MASTER_ADDR:MASTER_PORT " + master);
     if (!listener.ok()) return fail(listener.status());
     for (int k = 1; k < world_size; ++k) {
-      StatusOr<int> fd = AcceptOne(
+      StatusOr<int> fd = tcp::Accept(
           *listener,
           master + " (" + std::to_string(k - 1) + " of " + std::to_string(world_size - 1) + " ranks connected)",
           options.connect_timeout_s);
       if (!fd.ok()) return fail(fd.status());
       int32_t peer = -1;
-      Endpoint ep;
-      if (!ReadAll(*fd, &peer, sizeof(peer)) || !ReadAll(*fd, &ep, sizeof(ep)) || peer <= 0 || peer >= world_size ||
-          s.fds[peer] >= 0) {
-        ::close(*fd);
+      tcp::Endpoint ep;
+      if (!tcp::ReadAll(*fd, &peer, sizeof(peer)) || !tcp::ReadAll(*fd, &ep, sizeof(ep)) || peer <= 0 ||
+          peer >= world_size || s.fds[peer] >= 0) {
+        tcp::Close(*fd);
         return fail(Status::CommError("bad hello on " + master + " (another job on this port, or two ranks " +
                                       std::to_string(peer) + ")"));
       }
       s.fds[peer] = *fd;
       table[peer] = ep;
     }
-    ::close(*listener);
+    tcp::Close(*listener);
     for (int k = 1; k < world_size; ++k)
-      if (!WriteAll(s.fds[k], table.data(), static_cast<int64_t>(sizeof(Endpoint) * table.size())))
-        return fail(Status::CommError(Errno("sending the address table to rank " + std::to_string(k))));
+      if (!tcp::WriteAll(s.fds[k], table.data(), table_bytes))
+        return fail(
+            Status::CommError("sending the address table to rank " + std::to_string(k) + " failed: connection lost"));
   } else {
-    StatusOr<int> fd = ConnectRetry(*master_addr, options.connect_timeout_s, "rank 0 at " + master);
+    StatusOr<int> fd = tcp::Connect(*master_addr, options.connect_timeout_s, "rank 0 at " + master);
     if (!fd.ok()) return fail(fd.status());
     s.fds[0] = *fd;
     // Listen on the interface that reaches rank 0, any free port.
-    sockaddr_in local{};
-    socklen_t len = sizeof(local);
-    ::getsockname(*fd, reinterpret_cast<sockaddr*>(&local), &len);
-    local.sin_port = 0;
-    StatusOr<int> listener = Listen(local, "a free port");
+    StatusOr<tcp::Endpoint> local = tcp::LocalEndpoint(*fd);
+    if (!local.ok()) return fail(local.status());
+    local->port = 0;
+    StatusOr<int> listener = tcp::Listen(*local, "a free port");
     if (!listener.ok()) return fail(listener.status());
-    len = sizeof(local);
-    ::getsockname(*listener, reinterpret_cast<sockaddr*>(&local), &len);
+    StatusOr<tcp::Endpoint> ep = tcp::LocalEndpoint(*listener);
+    if (!ep.ok()) return fail(ep.status());
     int32_t me = rank;
-    Endpoint ep{local.sin_addr.s_addr, local.sin_port};
-    if (!WriteAll(*fd, &me, sizeof(me)) || !WriteAll(*fd, &ep, sizeof(ep)) ||
-        !ReadAll(*fd, table.data(), static_cast<int64_t>(sizeof(Endpoint) * table.size())))
+    if (!tcp::WriteAll(*fd, &me, sizeof(me)) || !tcp::WriteAll(*fd, &*ep, sizeof(*ep)) ||
+        !tcp::ReadAll(*fd, table.data(), table_bytes))
       return fail(Status::CommError("rendezvous with rank 0 at " + master + " failed: connection lost"));
     for (int i = 1; i < rank; ++i) {
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_addr.s_addr = table[i].ip;
-      addr.sin_port = table[i].port;
-      StatusOr<int> c = ConnectRetry(addr, options.connect_timeout_s, "rank " + std::to_string(i));
+      StatusOr<int> c = tcp::Connect(table[i], options.connect_timeout_s, "rank " + std::to_string(i));
       if (!c.ok()) return fail(c.status());
-      if (!WriteAll(*c, &me, sizeof(me))) return fail(Status::CommError(Errno("hello to rank " + std::to_string(i))));
+      if (!tcp::WriteAll(*c, &me, sizeof(me)))
+        return fail(Status::CommError("hello to rank " + std::to_string(i) + " failed: connection lost"));
       s.fds[i] = *c;
     }
     for (int k = rank + 1; k < world_size; ++k) {
-      StatusOr<int> c = AcceptOne(*listener, "the peer port", options.connect_timeout_s);
+      StatusOr<int> c = tcp::Accept(*listener, "the peer port", options.connect_timeout_s);
       if (!c.ok()) return fail(c.status());
       int32_t peer = -1;
-      if (!ReadAll(*c, &peer, sizeof(peer)) || peer <= rank || peer >= world_size || s.fds[peer] >= 0)
+      if (!tcp::ReadAll(*c, &peer, sizeof(peer)) || peer <= rank || peer >= world_size || s.fds[peer] >= 0)
         return fail(Status::CommError("bad hello from a peer (rank " + std::to_string(peer) + ")"));
       s.fds[peer] = *c;
     }
-    ::close(*listener);
+    tcp::Close(*listener);
   }
   for (int p = 0; p < world_size; ++p) {
     if (p == rank) continue;

@@ -19,6 +19,9 @@
 // ncclUniqueIds travel through them). data_parallel() stays false, so a CPU
 // plan with dp_size > 1 is still refused before any compute.
 //
+// The sockets themselves (connect with retries, accept with a timeout, full
+// reads and writes) are tcp_socket.h.
+//
 // Thread safety: the Communicator methods are called from one thread (the
 // rank's); the reader/writer threads share state under one mutex.
 #pragma once

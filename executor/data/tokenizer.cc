@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/utf8.h"
 #include "executor/data/hf_tokenizer.h"
 #include "executor/data/token_file.h"
 
@@ -188,14 +189,6 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
 }
 
 namespace {
-
-// Length of the longest prefix of s[0, n) that ends on a UTF-8 character
-// boundary (n itself when s[n] is not a continuation byte).
-size_t Utf8Cut(const std::string& s, size_t n) {
-  size_t cut = n;
-  while (cut > 0 && cut < s.size() && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return cut == 0 ? n : cut;
-}
 
 Status WriteAll(int fd, const std::vector<unsigned char>& buf, int64_t offset, const std::string& what) {
   size_t done = 0;

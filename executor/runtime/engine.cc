@@ -265,7 +265,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Plan& plan, Communicator&
   try {
     for (const PlanStage& s : plan.stages) {
       if (s.rank != pc.rank()) continue;
-      models::GptStage stage(checked.model, s.layer_begin, s.layer_end, options.init_seed, DtypeOf(options));
+      models::GptStage stage(
+          checked.model, s.layer_begin, s.layer_end,
+          options.random_init ? models::ParamInit(options.init_seed) : models::ParamInit::Overwritten(),
+          DtypeOf(options));
       // Tensor parallel: each shard is the slice of the full initial value
       // (the same on every placement and every T).
       if (tp_context.group) PW_RETURN_IF_ERROR(stage->ShardTensorParallel(tp_context));

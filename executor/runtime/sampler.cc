@@ -191,7 +191,8 @@ StatusOr<Generation> Generate(const std::string& checkpoint, const std::string& 
   // parameter: head.safetensors, or the HF token table).
   models::GptStage module(nullptr);
   try {
-    module = models::GptStage(cfg, 0, LayerCount(cfg), 0, src.dtype);
+    // Every parameter is read below (a checkpoint or an HF directory).
+    module = models::GptStage(cfg, 0, LayerCount(cfg), models::ParamInit::Overwritten(), src.dtype);
     module->eval();
   } catch (const c10::Error& e) {
     return Status::ComputeError("building the model of " + src.where + ": " + e.what_without_backtrace());

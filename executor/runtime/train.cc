@@ -246,6 +246,7 @@ StatusOr<EngineOptions> EngineOptionsFor(const RunOptions& options, const Plan& 
   eo.local_rank = options.local_rank;
   eo.device_messages = options.device_messages;
   eo.init_seed = options.seed;
+  eo.random_init = options.init_from.empty() && options.resume.empty();  // else loaded before the first step
   eo.lr = options.lr;
   eo.weight_decay = options.weight_decay;
   eo.beta2 = options.beta2;

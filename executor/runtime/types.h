@@ -21,6 +21,11 @@ struct EngineOptions {
   // Initial weights depend only on (init_seed, layer index): every placement
   // of the same model starts from the same parameters.
   uint64_t init_seed = 1234;
+  // False when every parameter is overwritten before the first step
+  // (--init-from, --resume): construction then skips the random fill
+  // (models::ParamInit::Overwritten), which changes no result and only
+  // shortens the start.
+  bool random_init = true;
   // AdamW (per stage; decoupled weight decay on every parameter).
   double lr = 1e-3;
   double beta1 = 0.9;

@@ -7,8 +7,8 @@
 
 namespace pw::models {
 
-std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const ModelConfig&, int, uint64_t, torch::Dtype);  // llama.cc
-std::shared_ptr<GptLayerImpl> MakeQwen3Layer(const ModelConfig&, int, uint64_t, torch::Dtype);  // qwen3.cc
+std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const ModelConfig&, int, const ParamInit&, torch::Dtype);  // llama.cc
+std::shared_ptr<GptLayerImpl> MakeQwen3Layer(const ModelConfig&, int, const ParamInit&, torch::Dtype);  // qwen3.cc
 
 const std::vector<FamilyLayers>& FamilyLayerBuilders() {
   static const std::vector<FamilyLayers> builders = {

@@ -151,22 +151,28 @@ uint64_t ParamSeed(uint64_t seed, int layer, int slot) {
   return seed * 1000003ULL + static_cast<uint64_t>(layer) * 101ULL + static_cast<uint64_t>(slot);
 }
 
-void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dtype) {
+torch::Tensor InitialValue(const ParamInit& init, std::vector<int64_t> sizes, double stddev, int layer, int slot,
+                           torch::Dtype dtype) {
+  if (!init.random) return torch::zeros(sizes, torch::TensorOptions().dtype(dtype));
+  return NormalInit(std::move(sizes), stddev, ParamSeed(init.seed, layer, slot), dtype);
+}
+
+void InitLinear(SplitLinear& lin, double stddev, const ParamInit& init, int layer, int slot, torch::Dtype dtype) {
   torch::NoGradGuard no_grad;
-  lin->weight.copy_(NormalInit(lin->weight.sizes().vec(), stddev, seed, dtype));
+  lin->weight.copy_(InitialValue(init, lin->weight.sizes().vec(), stddev, layer, slot, dtype));
   if (lin->bias.defined()) lin->bias.zero_();
 }
 
-void InitTiedReplica(SplitLinear& lm_head, const ModelConfig& c, uint64_t seed, torch::Dtype dtype) {
+void InitTiedReplica(SplitLinear& lm_head, const ModelConfig& c, const ParamInit& init, torch::Dtype dtype) {
   torch::NoGradGuard no_grad;
-  lm_head->weight.copy_(NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
+  lm_head->weight.copy_(InitialValue(init, {c.vocab, c.hidden}, 0.02, 0, 0, dtype));
 }
 
-void LmHeadLayer::AddLmHead(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
+void LmHeadLayer::AddLmHead(const ModelConfig& c, int index, const ParamInit& init, torch::Dtype dtype) {
   lm_head = register_module("lm_head", SplitLinear(c.hidden, c.vocab, false));
-  InitLinear(lm_head, 0.02, ParamSeed(seed, index, 0), dtype);
+  if (!c.tied) InitLinear(lm_head, 0.02, init, index, 0, dtype);  // tied: the replica's values, below
   this->to(dtype);
-  if (c.tied) InitTiedReplica(lm_head, c, seed, dtype);
+  if (c.tied) InitTiedReplica(lm_head, c, init, dtype);
 }
 
 void LmHeadLayer::ShareTokenTable(const torch::Tensor& table) {
@@ -195,9 +201,9 @@ namespace {
 
 class EmbeddingLayer : public GptLayerImpl {
  public:
-  EmbeddingLayer(const ModelConfig& c, uint64_t seed, torch::Dtype dtype) {
-    wte = register_parameter("wte", NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
-    wpe = register_parameter("wpe", NormalInit({c.max_positions, c.hidden}, 0.01, ParamSeed(seed, 0, 1), dtype));
+  EmbeddingLayer(const ModelConfig& c, const ParamInit& init, torch::Dtype dtype) {
+    wte = register_parameter("wte", InitialValue(init, {c.vocab, c.hidden}, 0.02, 0, 0, dtype));
+    wpe = register_parameter("wpe", InitialValue(init, {c.max_positions, c.hidden}, 0.01, 0, 1, dtype));
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
   torch::Tensor TokenTable() const override { return wte; }
@@ -230,7 +236,7 @@ class EmbeddingLayer : public GptLayerImpl {
 
 class BlockLayer : public GptLayerImpl {
  public:
-  BlockLayer(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype)
+  BlockLayer(const ModelConfig& c, int index, const ParamInit& init, torch::Dtype dtype)
       : n_head_(c.num_heads), gelu_(c.gelu_tanh ? "tanh" : "none") {
     const int64_t C = c.hidden, F = c.ffn;
     auto ln = [&](const char* name) {
@@ -243,10 +249,10 @@ class BlockLayer : public GptLayerImpl {
     fc = register_module("mlp_fc", SplitLinear(C, F, true));
     mlp_proj = register_module("mlp_proj", SplitLinear(F, C, true));
     const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.num_layers));
-    InitLinear(qkv, 0.02, ParamSeed(seed, index, 0), dtype);
-    InitLinear(attn_proj, residual_std, ParamSeed(seed, index, 1), dtype);
-    InitLinear(fc, 0.02, ParamSeed(seed, index, 2), dtype);
-    InitLinear(mlp_proj, residual_std, ParamSeed(seed, index, 3), dtype);
+    InitLinear(qkv, 0.02, init, index, 0, dtype);
+    InitLinear(attn_proj, residual_std, init, index, 1, dtype);
+    InitLinear(fc, 0.02, init, index, 2, dtype);
+    InitLinear(mlp_proj, residual_std, init, index, 3, dtype);
     this->to(dtype);
   }
   // x (b, T, C) -> (b, T, C). Tensor-parallel (tp_): this rank's H/t heads
@@ -297,9 +303,9 @@ class BlockLayer : public GptLayerImpl {
 
 class HeadLayer : public LmHeadLayer {
  public:
-  HeadLayer(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
+  HeadLayer(const ModelConfig& c, int index, const ParamInit& init, torch::Dtype dtype) {
     ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden}).eps(c.norm_eps)));
-    AddLmHead(c, index, seed, dtype);
+    AddLmHead(c, index, init, dtype);
   }
   torch::nn::LayerNorm ln_f{nullptr};
 
@@ -360,27 +366,29 @@ void GptLayerImpl::SetSink(DeferredGradSink* sink) {
   }
 }
 
-std::shared_ptr<GptLayerImpl> MakeGpt2Layer(const ModelConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
-  if (index == 0) return std::make_shared<EmbeddingLayer>(config, seed, dtype);
-  if (index == LayerCount(config) - 1) return std::make_shared<HeadLayer>(config, index, seed, dtype);
-  return std::make_shared<BlockLayer>(config, index, seed, dtype);
+std::shared_ptr<GptLayerImpl> MakeGpt2Layer(const ModelConfig& config, int index, const ParamInit& init,
+                                            torch::Dtype dtype) {
+  if (index == 0) return std::make_shared<EmbeddingLayer>(config, init, dtype);
+  if (index == LayerCount(config) - 1) return std::make_shared<HeadLayer>(config, index, init, dtype);
+  return std::make_shared<BlockLayer>(config, index, init, dtype);
 }
 
-std::shared_ptr<GptLayerImpl> MakeGptLayer(const ModelConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
+std::shared_ptr<GptLayerImpl> MakeGptLayer(const ModelConfig& config, int index, const ParamInit& init,
+                                           torch::Dtype dtype) {
   for (const FamilyLayers& f : FamilyLayerBuilders())
-    if (f.family == config.family) return f.build(config, index, seed, dtype);
+    if (f.family == config.family) return f.build(config, index, init, dtype);
   // Unreachable: every family has a row (tests/models/llama_test.cc checks).
   throw std::logic_error(std::string("no layer builder for model family ") + ModelFamilyName(config.family));
 }
 
-GptStageImpl::GptStageImpl(const ModelConfig& config, int begin, int end, uint64_t seed, torch::Dtype dtype,
+GptStageImpl::GptStageImpl(const ModelConfig& config, int begin, int end, const ParamInit& init, torch::Dtype dtype,
                            bool share_tied)
     : config_(config), begin_(begin), end_(end) {
   config_.raw = nlohmann::json();  // the config object as read is not needed to build or run layers
   const auto all_names = LayerNames(config);
   for (int i = begin; i < end; ++i) {
     names_.push_back(all_names[i]);
-    layers_.push_back(register_module("layer" + std::to_string(i), MakeGptLayer(config, i, seed, dtype)));
+    layers_.push_back(register_module("layer" + std::to_string(i), MakeGptLayer(config, i, init, dtype)));
   }
   if (share_tied && config.tied && begin == 0 && end == LayerCount(config))
     layers_.back()->ShareTokenTable(layers_.front()->TokenTable());

@@ -28,6 +28,25 @@
 
 namespace pw::models {
 
+// How construction fills the parameters that start random (the weight
+// matrices, the token and position tables; norms and biases always start
+// at their fixed values). A seed alone (the implicit conversion) means the
+// deterministic N(0, std) values of that seed, for training from scratch.
+// Overwritten(): zeros, no random numbers drawn, for a model whose every
+// parameter is overwritten before it is used (a checkpoint read by --resume
+// or generate, an HF directory read by --init-from): the same results, a
+// faster start (the fill is a per-element RNG draw).
+struct ParamInit {
+  ParamInit(uint64_t seed = 0) : seed(seed) {}  // NOLINT(google-explicit-constructor): a seed is a random init
+  static ParamInit Overwritten() {
+    ParamInit p;
+    p.random = false;
+    return p;
+  }
+  uint64_t seed;
+  bool random = true;
+};
+
 // What a layer leaves for its deferred weight gradient.
 struct DeferredGemm {
   enum class Kind {
@@ -172,7 +191,7 @@ class LmHeadLayer : public GptLayerImpl {
   // index, 0); a tied model's replica from the token table's values), then
   // converts the layer to dtype. Derived constructors call it after
   // registering their norm, so the parameter order is norm, then lm_head.
-  void AddLmHead(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype);
+  void AddLmHead(const ModelConfig& c, int index, const ParamInit& init, torch::Dtype dtype);
   // The family's final norm: x (..., C) -> (..., C).
   virtual torch::Tensor FinalNorm(const torch::Tensor& x) = 0;
 
@@ -186,18 +205,24 @@ class LmHeadLayer : public GptLayerImpl {
 torch::Tensor NormalInit(std::vector<int64_t> sizes, double stddev, uint64_t seed, torch::Dtype dtype);
 // Seed of parameter `slot` of layer `layer`: distinct per (seed, layer, slot).
 uint64_t ParamSeed(uint64_t seed, int layer, int slot);
-// lin.weight <- NormalInit(stddev, seed); lin.bias <- 0.
-void InitLinear(SplitLinear& lin, double stddev, uint64_t seed, torch::Dtype dtype);
+// Parameter `slot` of layer `layer` as `init` asks: NormalInit(sizes,
+// stddev, ParamSeed(init.seed, layer, slot), dtype), or zeros of `sizes`
+// when init.random is false.
+torch::Tensor InitialValue(const ParamInit& init, std::vector<int64_t> sizes, double stddev, int layer, int slot,
+                           torch::Dtype dtype);
+// lin.weight <- InitialValue(init, stddev, layer, slot); lin.bias <- 0.
+void InitLinear(SplitLinear& lin, double stddev, const ParamInit& init, int layer, int slot, torch::Dtype dtype);
 // A tied model's LM-head replica (V, C) <- the token table's initial values
 // (N(0, 0.02), the embedding's seed): the copies start identical.
-void InitTiedReplica(SplitLinear& lm_head, const ModelConfig& model, uint64_t seed, torch::Dtype dtype);
+void InitTiedReplica(SplitLinear& lm_head, const ModelConfig& model, const ParamInit& init, torch::Dtype dtype);
 
 // Builds layer `index` of a model of one family, with deterministic initial
-// values that depend only on (seed, index): the same layer is bit-identical
-// whichever stage or process builds it. dtype: torch::kFloat or
-// torch::kDouble. REQUIRES: 0 <= index < LayerCount(model), and the model
-// passes models/torch/executor_model.h CheckExecutorModel.
-using LayerBuilder = std::shared_ptr<GptLayerImpl> (*)(const ModelConfig& model, int index, uint64_t seed,
+// values that depend only on (init.seed, index): the same layer is
+// bit-identical whichever stage or process builds it (zeros instead with
+// ParamInit::Overwritten()). dtype: torch::kFloat or torch::kDouble.
+// REQUIRES: 0 <= index < LayerCount(model), and the model passes
+// models/torch/executor_model.h CheckExecutorModel.
+using LayerBuilder = std::shared_ptr<GptLayerImpl> (*)(const ModelConfig& model, int index, const ParamInit& init,
                                                        torch::Dtype dtype);
 
 // The LibTorch side of the family registry (models/spec/model_family.h):
@@ -210,11 +235,13 @@ const std::vector<FamilyLayers>& FamilyLayerBuilders();
 
 // GPT-2's layers (gpt.cc). Init: N(0, 0.02) weights, residual projections
 // N(0, 0.02/sqrt(2L)), zero biases, LayerNorm (1, 0), positions N(0, 0.01).
-std::shared_ptr<GptLayerImpl> MakeGpt2Layer(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
+std::shared_ptr<GptLayerImpl> MakeGpt2Layer(const ModelConfig& model, int index, const ParamInit& init,
+                                            torch::Dtype dtype);
 
 // Layer `index` of `model` by its family's builder (FamilyLayerBuilders).
 // REQUIRES: as LayerBuilder.
-std::shared_ptr<GptLayerImpl> MakeGptLayer(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
+std::shared_ptr<GptLayerImpl> MakeGptLayer(const ModelConfig& model, int index, const ParamInit& init,
+                                           torch::Dtype dtype);
 
 // A pipeline stage: layers [begin, end) in order, of any family (the
 // engine, the backend, the reference and the sampler use this one stage
@@ -228,7 +255,7 @@ std::shared_ptr<GptLayerImpl> MakeGptLayer(const ModelConfig& model, int index, 
 // both uses): the single-process reference.
 class GptStageImpl : public torch::nn::Module {
  public:
-  GptStageImpl(const ModelConfig& model, int begin, int end, uint64_t seed, torch::Dtype dtype,
+  GptStageImpl(const ModelConfig& model, int begin, int end, const ParamInit& init, torch::Dtype dtype,
                bool share_tied = false);
   // x: tokens (b, T) int64 if begin == 0, else (b, T, C); returns (b, T, C),
   // or logits (b, T, V) if the stage holds the head.

@@ -37,9 +37,8 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
 
 class LlamaEmbedding : public GptLayerImpl {
  public:
-  LlamaEmbedding(const ModelConfig& c, uint64_t seed, torch::Dtype dtype) {
-    embed_tokens =
-        register_parameter("embed_tokens", NormalInit({c.vocab, c.hidden}, 0.02, ParamSeed(seed, 0, 0), dtype));
+  LlamaEmbedding(const ModelConfig& c, const ParamInit& init, torch::Dtype dtype) {
+    embed_tokens = register_parameter("embed_tokens", InitialValue(init, {c.vocab, c.hidden}, 0.02, 0, 0, dtype));
   }
   void SetSink(DeferredGradSink* sink) override { sink_ = sink; }
   torch::Tensor TokenTable() const override { return embed_tokens; }
@@ -56,9 +55,9 @@ class LlamaEmbedding : public GptLayerImpl {
 
 class LlamaHead : public LmHeadLayer {
  public:
-  LlamaHead(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) {
+  LlamaHead(const ModelConfig& c, int index, const ParamInit& init, torch::Dtype dtype) {
     norm = register_module("norm", RmsNormLayer(c.hidden, c.norm_eps, dtype));
-    AddLmHead(c, index, seed, dtype);
+    AddLmHead(c, index, init, dtype);
   }
   RmsNormLayer norm{nullptr};
 
@@ -68,7 +67,7 @@ class LlamaHead : public LmHeadLayer {
 
 }  // namespace
 
-LlamaBlock::LlamaBlock(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype)
+LlamaBlock::LlamaBlock(const ModelConfig& c, int index, const ParamInit& init, torch::Dtype dtype)
     : H_(c.num_heads),
       K_(c.num_kv_heads),
       D_(c.head_dim),
@@ -88,7 +87,7 @@ LlamaBlock::LlamaBlock(const ModelConfig& c, int index, uint64_t seed, torch::Dt
   down_proj = register_module("down_proj", SplitLinear(F, C, c.mlp_bias));
   int slot = 0;
   for (SplitLinear* lin : {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj})
-    InitLinear(*lin, 0.02, ParamSeed(seed, index, slot++), dtype);
+    InitLinear(*lin, 0.02, init, index, slot++, dtype);
   this->to(dtype);
 }
 
@@ -173,10 +172,11 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
   return x * cos + rot * sin;
 }
 
-std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const ModelConfig& config, int index, uint64_t seed, torch::Dtype dtype) {
-  if (index == 0) return std::make_shared<LlamaEmbedding>(config, seed, dtype);
-  if (index == LayerCount(config) - 1) return std::make_shared<LlamaHead>(config, index, seed, dtype);
-  return std::make_shared<LlamaBlock>(config, index, seed, dtype);
+std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const ModelConfig& config, int index, const ParamInit& init,
+                                             torch::Dtype dtype) {
+  if (index == 0) return std::make_shared<LlamaEmbedding>(config, init, dtype);
+  if (index == LayerCount(config) - 1) return std::make_shared<LlamaHead>(config, index, init, dtype);
+  return std::make_shared<LlamaBlock>(config, index, init, dtype);
 }
 
 }  // namespace pw::models

@@ -79,7 +79,7 @@ TORCH_MODULE(RmsNormLayer);
 // QueryKeyNorm.
 class LlamaBlock : public GptLayerImpl {
  public:
-  LlamaBlock(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
+  LlamaBlock(const ModelConfig& model, int index, const ParamInit& init, torch::Dtype dtype);
   // x (b, T, C) -> (b, T, C)
   torch::Tensor forward(const torch::Tensor& x) override;
   // The same for new positions pos .. pos+t-1 only, x (b, t, C), attending
@@ -115,6 +115,7 @@ class LlamaBlock : public GptLayerImpl {
 // follow HF's: embed_tokens; the block's above; norm, lm_head.
 // REQUIRES: 0 <= index < LayerCount(model); a Llama-style model
 // (CheckExecutorModel).
-std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype);
+std::shared_ptr<GptLayerImpl> MakeLlamaLayer(const ModelConfig& model, int index, const ParamInit& init,
+                                             torch::Dtype dtype);
 
 }  // namespace pw::models

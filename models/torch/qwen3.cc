@@ -26,7 +26,8 @@ namespace {
 // and k_norm.weight (D each).
 class Qwen3Block : public LlamaBlock {
  public:
-  Qwen3Block(const ModelConfig& c, int index, uint64_t seed, torch::Dtype dtype) : LlamaBlock(c, index, seed, dtype) {
+  Qwen3Block(const ModelConfig& c, int index, const ParamInit& init, torch::Dtype dtype)
+      : LlamaBlock(c, index, init, dtype) {
     q_norm = register_module("q_norm", RmsNormLayer(c.head_dim, c.norm_eps, dtype));
     k_norm = register_module("k_norm", RmsNormLayer(c.head_dim, c.norm_eps, dtype));
   }
@@ -43,9 +44,10 @@ class Qwen3Block : public LlamaBlock {
 
 // The family's builder (its row in families.cc): Llama's embedding and head,
 // Qwen3 blocks.
-std::shared_ptr<GptLayerImpl> MakeQwen3Layer(const ModelConfig& model, int index, uint64_t seed, torch::Dtype dtype) {
-  if (index == 0 || index == LayerCount(model) - 1) return MakeLlamaLayer(model, index, seed, dtype);
-  return std::make_shared<Qwen3Block>(model, index, seed, dtype);
+std::shared_ptr<GptLayerImpl> MakeQwen3Layer(const ModelConfig& model, int index, const ParamInit& init,
+                                             torch::Dtype dtype) {
+  if (index == 0 || index == LayerCount(model) - 1) return MakeLlamaLayer(model, index, init, dtype);
+  return std::make_shared<Qwen3Block>(model, index, init, dtype);
 }
 
 }  // namespace pw::models

@@ -18,6 +18,7 @@
 #include "base/limits.h"
 #include "base/output_place.h"
 #include "base/printable.h"
+#include "base/utf8.h"
 
 namespace pw {
 namespace {
@@ -44,6 +45,29 @@ TEST(EscapeForTerminal, CutsLongTextAndSaysHowLong) {
   EXPECT_EQ(EscapeForTerminal(std::string(100, 'a'), 10), std::string(10, 'a') + "... (100 bytes)");
   // A multi-byte character cut by the limit is escaped, never split raw.
   EXPECT_EQ(EscapeForTerminal("ab\xC3\xBC", 3), "ab\\xC3... (4 bytes)");
+}
+
+// base/utf8.h: encode and decode agree on every length; the lenient length
+// makes a stray byte a character of its own, the strict one refuses it.
+TEST(Utf8, EncodeDecodeAndLengths) {
+  for (uint32_t cp : {0x41u, 0xE9u, 0x20ACu, 0x1F600u}) {
+    const std::string s = Utf8Encode(cp);
+    const size_t n = Utf8CharLength(s, 0);
+    EXPECT_EQ(n, s.size());
+    EXPECT_EQ(Utf8Decode(s, 0, n), cp);
+    EXPECT_EQ(Utf8WellFormedLength(s, 0), cp < 0x80 ? 0 : n);
+  }
+  EXPECT_EQ(Utf8Encode(0x20AC), "\xE2\x82\xAC");
+  EXPECT_EQ(Utf8CharLength("\xE2\x82", 0), 1u);  // cut short
+  EXPECT_EQ(Utf8CharLength("\x80", 0), 1u);      // a stray continuation byte
+  EXPECT_EQ(Utf8WellFormedLength("\xC0\xAF", 0), 0u);      // overlong '/'
+  EXPECT_EQ(Utf8WellFormedLength("\xED\xA0\x80", 0), 0u);  // a surrogate
+  EXPECT_TRUE(Utf8IsContinuation(0x80));
+  EXPECT_FALSE(Utf8IsContinuation('a'));
+  const std::string euro = "a\xE2\x82\xAC";
+  EXPECT_EQ(Utf8Cut(euro, 2), 1u);  // inside the euro sign: before it
+  EXPECT_EQ(Utf8Cut(euro, 1), 1u);  // on a boundary
+  EXPECT_EQ(Utf8Cut(euro, 4), 4u);  // the end
 }
 
 TEST(ParseJsonText, ParsesAndRefusesWithThePlace) {

@@ -228,5 +228,25 @@ TEST(Qwen3Layers, BlockEqualsTheFormula) {
   EXPECT_GT((Qwen3BlockFormula(m, p, x2, /*qk_norm=*/false) - y2).abs().max().item<double>(), 1e-3);
 }
 
+// ParamInit::Overwritten() (a model about to be loaded): the same
+// parameters, names and shapes as a random init, the random ones zeros and
+// the fixed ones (norm weights 1) unchanged, for every layer kind.
+TEST(ParamInit, OverwrittenKeepsTheLayoutAndDrawsNothing) {
+  const ModelConfig m = TinyQwen3(true);
+  GptStage random(m, 0, LayerCount(m), /*seed=*/3, torch::kDouble);
+  GptStage loaded(m, 0, LayerCount(m), ParamInit::Overwritten(), torch::kDouble);
+  const auto r = random->NamedParameters(), l = loaded->NamedParameters();
+  ASSERT_EQ(r.size(), l.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].first, l[i].first);
+    EXPECT_EQ(r[i].second.sizes(), l[i].second.sizes()) << r[i].first;
+    EXPECT_EQ(r[i].second.scalar_type(), l[i].second.scalar_type()) << r[i].first;
+    if (r[i].first.find("norm") != std::string::npos)
+      EXPECT_TRUE(torch::equal(r[i].second, l[i].second)) << r[i].first;
+    else
+      EXPECT_EQ(l[i].second.abs().max().item<double>(), 0.0) << r[i].first;
+  }
+}
+
 }  // namespace
 }  // namespace pw::models
